@@ -1,0 +1,194 @@
+//! Typed host storage and the per-dtype dispatch the CPU kernels use.
+
+use half::{bf16, f16};
+
+use crate::dtype::{DType, Element};
+
+/// Host data of one buffer, typed. Bool is stored as Rust `bool` (one byte, 0 or 1).
+#[derive(Debug, Clone)]
+#[allow(missing_docs)]
+pub enum CpuData {
+    Bool(Vec<bool>),
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector, rewrapping the result in the same
+/// variant. The body is generic code instantiated once per dtype.
+macro_rules! map_data {
+    ($data:expr, |$v:ident| $body:expr) => {
+        match $data {
+            CpuData::Bool($v) => CpuData::Bool($body),
+            CpuData::U32($v) => CpuData::U32($body),
+            CpuData::I32($v) => CpuData::I32($body),
+            CpuData::I64($v) => CpuData::I64($body),
+            CpuData::F16($v) => CpuData::F16($body),
+            CpuData::BF16($v) => CpuData::BF16($body),
+            CpuData::F32($v) => CpuData::F32($body),
+            CpuData::F64($v) => CpuData::F64($body),
+        }
+    };
+}
+pub(crate) use map_data;
+
+/// Like [`map_data`] but the body returns anything (not rewrapped).
+macro_rules! with_data {
+    ($data:expr, |$v:ident| $body:expr) => {
+        match $data {
+            CpuData::Bool($v) => $body,
+            CpuData::U32($v) => $body,
+            CpuData::I32($v) => $body,
+            CpuData::I64($v) => $body,
+            CpuData::F16($v) => $body,
+            CpuData::BF16($v) => $body,
+            CpuData::F32($v) => $body,
+            CpuData::F64($v) => $body,
+        }
+    };
+}
+pub(crate) use with_data;
+
+/// An element type the CPU kernels handle: convertible, comparable, wrappable.
+pub trait CpuElem: Element + PartialOrd + Default {
+    /// Wraps a vector of this type.
+    fn wrap(v: Vec<Self>) -> CpuData;
+    /// The typed slice, if `d` holds this type.
+    fn unwrap(d: &CpuData) -> Option<&[Self]>;
+}
+
+macro_rules! cpu_elem {
+    ($t:ty, $var:ident) => {
+        impl CpuElem for $t {
+            fn wrap(v: Vec<Self>) -> CpuData {
+                CpuData::$var(v)
+            }
+            fn unwrap(d: &CpuData) -> Option<&[Self]> {
+                match d {
+                    CpuData::$var(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+cpu_elem!(bool, Bool);
+cpu_elem!(u32, U32);
+cpu_elem!(i32, I32);
+cpu_elem!(i64, I64);
+cpu_elem!(f16, F16);
+cpu_elem!(bf16, BF16);
+cpu_elem!(f32, F32);
+cpu_elem!(f64, F64);
+
+impl CpuData {
+    /// The dtype held.
+    pub fn dtype(&self) -> DType {
+        with_data!(self, |v| elem_dtype(v))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_data!(self, |v| v.len())
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `len` zeros of `dtype`.
+    pub fn zeros(dtype: DType, len: usize) -> CpuData {
+        Self::filled(dtype, len, 0.0)
+    }
+
+    /// `len` copies of `value` cast to `dtype`.
+    pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
+        fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {
+            T::wrap(vec![T::from_f64(value); len])
+        }
+        match dtype {
+            DType::Bool => f::<bool>(len, value),
+            DType::U32 => f::<u32>(len, value),
+            DType::I32 => f::<i32>(len, value),
+            DType::I64 => f::<i64>(len, value),
+            DType::F16 => f::<f16>(len, value),
+            DType::BF16 => f::<bf16>(len, value),
+            DType::F32 => f::<f32>(len, value),
+            DType::F64 => f::<f64>(len, value),
+        }
+    }
+
+    /// Builds typed data from `f64` values.
+    pub fn from_f64s(dtype: DType, it: impl Iterator<Item = f64>) -> CpuData {
+        fn f<T: CpuElem>(it: impl Iterator<Item = f64>) -> CpuData {
+            T::wrap(it.map(T::from_f64).collect())
+        }
+        match dtype {
+            DType::Bool => f::<bool>(it),
+            DType::U32 => f::<u32>(it),
+            DType::I32 => f::<i32>(it),
+            DType::I64 => f::<i64>(it),
+            DType::F16 => f::<f16>(it),
+            DType::BF16 => f::<bf16>(it),
+            DType::F32 => f::<f32>(it),
+            DType::F64 => f::<f64>(it),
+        }
+    }
+
+    /// Parses host bytes of `dtype`.
+    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
+        fn f<T: CpuElem>(bytes: &[u8]) -> CpuData {
+            T::wrap(bytes.chunks_exact(T::DTYPE.size()).map(T::read_bytes).collect())
+        }
+        match dtype {
+            DType::Bool => f::<bool>(bytes),
+            DType::U32 => f::<u32>(bytes),
+            DType::I32 => f::<i32>(bytes),
+            DType::I64 => f::<i64>(bytes),
+            DType::F16 => f::<f16>(bytes),
+            DType::BF16 => f::<bf16>(bytes),
+            DType::F32 => f::<f32>(bytes),
+            DType::F64 => f::<f64>(bytes),
+        }
+    }
+
+    /// Host bytes of the data.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        with_data!(self, |v| {
+            let mut out = Vec::with_capacity(v.len() * 8);
+            for &x in v.iter() {
+                x.write_bytes(&mut out);
+            }
+            out
+        })
+    }
+
+    /// Element `i` as `f64`.
+    pub fn get_f64(&self, i: usize) -> f64 {
+        with_data!(self, |v| v[i].to_f64())
+    }
+
+    /// Converts to another dtype with `as` semantics (float to bool is `!= 0`).
+    pub fn astype(&self, dtype: DType) -> CpuData {
+        if self.dtype() == dtype {
+            return self.clone();
+        }
+        match (self, dtype) {
+            // Paths that must not round through f64: i64 beyond 2^53.
+            (CpuData::I64(v), DType::I32) => CpuData::I32(v.iter().map(|&x| x as i32).collect()),
+            (CpuData::I64(v), DType::U32) => CpuData::U32(v.iter().map(|&x| x as u32).collect()),
+            (CpuData::I32(v), DType::U32) => CpuData::U32(v.iter().map(|&x| x as u32).collect()),
+            (CpuData::U32(v), DType::I32) => CpuData::I32(v.iter().map(|&x| x as i32).collect()),
+            _ => with_data!(self, |v| Self::from_f64s(dtype, v.iter().map(|x| x.to_f64()))),
+        }
+    }
+}
+
+fn elem_dtype<T: Element>(_: &[T]) -> DType {
+    T::DTYPE
+}

@@ -1,0 +1,192 @@
+//! Element types, the [`Element`] trait that maps Rust types to them, and type promotion.
+
+use half::{bf16, f16};
+
+/// The element type of an array.
+///
+/// `F64` and `I64` exist on the CPU only; the GPU backend returns an error for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// Boolean, one byte per element on the CPU.
+    Bool,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer (CPU only).
+    I64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision (CPU only).
+    F64,
+}
+
+impl DType {
+    /// All dtypes, in promotion-lattice order.
+    pub const ALL: [DType; 8] = [
+        DType::Bool,
+        DType::U32,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// Bytes per element in host memory.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::U32 | DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    /// True for the floating-point dtypes.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the integer dtypes (not bool).
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::U32 | DType::I32 | DType::I64)
+    }
+
+    /// True for signed integers and floats.
+    pub fn is_signed(self) -> bool {
+        matches!(self, DType::I32 | DType::I64) || self.is_float()
+    }
+
+    /// The dtype that float-valued ops (exp, sqrt, mean...) produce for this input:
+    /// floats keep their type, integers and bool become `F32` (as in MLX).
+    pub fn to_float(self) -> DType {
+        if self.is_float() { self } else { DType::F32 }
+    }
+
+    /// Lower-case name, as in NumPy (`float32`, `int32`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U32 => "uint32",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The result dtype of a binary op on `a` and `b`, following NumPy's rules for arrays
+/// (as MLX does): bool < integers < floats; mixing signed and unsigned 32-bit gives
+/// `I64`; `F16` with `BF16` gives `F32`.
+pub fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (a, b) {
+        (Bool, x) | (x, Bool) => x,
+        (F16, BF16) | (BF16, F16) => F32,
+        (x, y) if x.is_float() && y.is_float() => x.max(y),
+        (x, _) if x.is_float() => x,
+        (_, y) if y.is_float() => y,
+        (U32, I32) | (I32, U32) => I64,
+        (x, y) => x.max(y),
+    }
+}
+
+/// A Rust type that can be the element of an array. Implemented for
+/// `f32, f64, f16, bf16, i32, u32, i64, bool`.
+pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
+    /// The dtype this type maps to.
+    const DTYPE: DType;
+    /// Converts to `f64` (exact for every type but large `i64`).
+    fn to_f64(self) -> f64;
+    /// Converts from `f64` with Rust's `as` semantics (saturating, NaN to 0 for integers).
+    fn from_f64(v: f64) -> Self;
+    /// Appends this value's host bytes (little-endian; bool is one byte, 0 or 1).
+    fn write_bytes(self, out: &mut Vec<u8>);
+    /// Reads one value from host bytes of [`DType::size`] length.
+    fn read_bytes(b: &[u8]) -> Self;
+}
+
+macro_rules! pod_element {
+    ($t:ty, $d:expr, $to:expr, $from:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            fn to_f64(self) -> f64 {
+                #[allow(clippy::redundant_closure_call)]
+                ($to)(self)
+            }
+            fn from_f64(v: f64) -> Self {
+                #[allow(clippy::redundant_closure_call)]
+                ($from)(v)
+            }
+            fn write_bytes(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(bytemuck::bytes_of(&self));
+            }
+            fn read_bytes(b: &[u8]) -> Self {
+                bytemuck::pod_read_unaligned(b)
+            }
+        }
+    };
+}
+
+pod_element!(f32, DType::F32, |x: f32| x as f64, |v: f64| v as f32);
+pod_element!(f64, DType::F64, |x: f64| x, |v: f64| v);
+pod_element!(i32, DType::I32, |x: i32| x as f64, |v: f64| v as i32);
+pod_element!(u32, DType::U32, |x: u32| x as f64, |v: f64| v as u32);
+pod_element!(i64, DType::I64, |x: i64| x as f64, |v: f64| v as i64);
+pod_element!(f16, DType::F16, |x: f16| x.to_f64(), f16::from_f64);
+pod_element!(bf16, DType::BF16, |x: bf16| x.to_f64(), bf16::from_f64);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        if self { 1.0 } else { 0.0 }
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn write_bytes(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+    fn read_bytes(b: &[u8]) -> Self {
+        b[0] != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promotion_follows_numpy() {
+        use DType::*;
+        assert_eq!(promote(Bool, I32), I32);
+        assert_eq!(promote(I32, F16), F16);
+        assert_eq!(promote(U32, I32), I64);
+        assert_eq!(promote(F16, BF16), F32);
+        assert_eq!(promote(F32, F64), F64);
+        assert_eq!(promote(I64, F32), F32);
+        for a in DType::ALL {
+            for b in DType::ALL {
+                assert_eq!(promote(a, b), promote(b, a));
+            }
+        }
+    }
+}

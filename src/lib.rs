@@ -1,0 +1,44 @@
+//! # lazuli
+//!
+//! A lazy array engine in the spirit of MLX, with a CPU backend and a portable GPU
+//! backend on wgpu (Vulkan, Metal, DX12).
+//!
+//! Data flows one way: user code builds [`Array`]s (ops check shapes and dtypes, nothing
+//! runs) → [`eval`] orders the graph → each node goes to the backend of its stream's
+//! device → evaluated nodes drop their inputs. Lifecycle state (the stream registry,
+//! shutdown, process exit) sits in one place beside that flow: [`stream`] and
+//! [`lifecycle`].
+//!
+//! ```
+//! use lazuli::{Array, Device};
+//! let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let c = a.matmul(&a)?.add(&a)?.exp()?.sum(&[-1], false)?;
+//! let d = (&a * 2.0)?;
+//! lazuli::eval(&[&c, &d])?;
+//! assert_eq!(d.to_vec::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
+//! # Ok::<(), lazuli::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod array;
+pub mod backend;
+pub mod dtype;
+pub mod error;
+pub mod eval;
+pub mod lifecycle;
+pub mod ops;
+pub mod primitive;
+pub mod shape;
+pub mod stream;
+
+pub use array::Array;
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use eval::{async_eval, eval, primitives_run};
+pub use lifecycle::shutdown;
+pub use ops::random;
+pub use ops::*;
+pub use stream::{
+    Device, DeviceKind, Stream, close_stream, current_stream, default_device, default_stream, disable_device,
+    enable_device, new_stream, set_default_device, synchronize, with_stream,
+};

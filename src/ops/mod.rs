@@ -1,0 +1,15 @@
+//! User-facing ops, one file per family. They validate arguments, infer the output
+//! shape and dtype and build graph nodes; they compute nothing.
+
+pub mod binary;
+pub mod creation;
+pub mod device;
+pub mod index;
+pub mod linalg;
+pub mod operators;
+pub mod random;
+pub mod reduce;
+pub mod shape;
+pub mod unary;
+
+// Free functions re-exported at the crate root (methods live on `Array`).

@@ -1,0 +1,153 @@
+//! Shapes, strides, broadcasting and axis normalisation. Pure functions, no arrays.
+
+use crate::error::{Error, Result};
+
+/// Number of elements of a shape (1 for a scalar).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Row-major strides, in elements.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= d.max(1) as isize;
+    }
+    strides
+}
+
+/// Maps a possibly negative axis into `0..ndim`.
+pub fn normalize_axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
+    let n = ndim as isize;
+    if axis < -n || axis >= n {
+        return Err(Error::Axis { op, axis, ndim });
+    }
+    Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
+}
+
+/// Normalises a set of axes, rejecting duplicates. Returns them sorted.
+pub fn normalize_axes(op: &'static str, axes: &[isize], ndim: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let ax = normalize_axis(op, a, ndim)?;
+        if out.contains(&ax) {
+            return Err(Error::invalid(op, format!("axis {a} is repeated in {axes:?}")));
+        }
+        out.push(ax);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// NumPy broadcasting of two shapes.
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(Error::shape(
+                    op,
+                    format!("shapes {a:?} and {b:?} cannot be broadcast together"),
+                ));
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// Strides (in elements) with which an input of shape `input`, stored contiguously,
+/// is read as if broadcast to `out` (stride 0 on broadcast axes).
+/// `out` must be a valid broadcast of `input`.
+pub fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<isize> {
+    let base = contiguous_strides(input);
+    let lead = out.len() - input.len();
+    (0..out.len())
+        .map(|i| {
+            if i < lead || input[i - lead] == 1 && out[i] != 1 {
+                0
+            } else {
+                base[i - lead]
+            }
+        })
+        .collect()
+}
+
+/// Walks the element offsets of a strided view in row-major order of `shape`.
+/// Used by kernels that read broadcast or strided inputs.
+pub struct StridedIter<'a> {
+    shape: &'a [usize],
+    strides: &'a [isize],
+    index: Vec<usize>,
+    offset: isize,
+    remaining: usize,
+}
+
+impl<'a> StridedIter<'a> {
+    /// Starts at `offset` (in elements).
+    pub fn new(shape: &'a [usize], strides: &'a [isize], offset: isize) -> Self {
+        StridedIter {
+            shape,
+            strides,
+            index: vec![0; shape.len()],
+            offset,
+            remaining: numel(shape),
+        }
+    }
+}
+
+impl Iterator for StridedIter<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let cur = self.offset as usize;
+        // Odometer increment from the last axis.
+        for ax in (0..self.shape.len()).rev() {
+            self.index[ax] += 1;
+            self.offset += self.strides[ax];
+            if self.index[ax] < self.shape[ax] {
+                break;
+            }
+            self.offset -= self.strides[ax] * self.shape[ax] as isize;
+            self.index[ax] = 0;
+        }
+        Some(cur)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(broadcast_shapes("t", &[3, 1], &[4]).unwrap(), vec![3, 4]);
+        assert_eq!(broadcast_shapes("t", &[], &[2, 2]).unwrap(), vec![2, 2]);
+        assert!(broadcast_shapes("t", &[3], &[4]).is_err());
+        assert_eq!(broadcast_strides(&[3, 1], &[2, 3, 4]), vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn strided_walk() {
+        // Transpose of a 2x3 matrix.
+        let offs: Vec<_> = StridedIter::new(&[3, 2], &[1, 3], 0).collect();
+        assert_eq!(offs, vec![0, 3, 1, 4, 2, 5]);
+        // Reversed vector.
+        let offs: Vec<_> = StridedIter::new(&[3], &[-1], 2).collect();
+        assert_eq!(offs, vec![2, 1, 0]);
+    }
+}
