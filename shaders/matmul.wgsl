@@ -34,9 +34,8 @@
 // (match on the prefix "const BM: u32 =" etc.) before compiling. Constraints:
 //   TM % 4 == 0, TN % 4 == 0, BK % 4 == 0, BM % TM == 0, BN % TN == 0,
 //   threads NT = (BM/TM)*(BN/TN) <= max_compute_invocations_per_workgroup (and <= 1024),
-//   (BM*BK/4) % NT == 0, (BN*BK/4) % NT == 0,
 //   workgroup memory = 2 (double buffer) * BK * (BM + BN) * 4 bytes <= max_compute_workgroup_storage_size.
-//   Defaults 128x128x16, 8x8: 256 threads, 32 KiB (fits lavapipe's 32 KiB and NVIDIA's 48 KiB).
+//   Defaults 128x128x8, 8x8, GROUP_M 8: 256 threads, 16 KiB; best measured on the H200.
 //   Small config (small matrices / 16 KiB devices): BM=BN=64, BK=16, TM=TN=4 (256 threads, 16 KiB).
 //   GROUP_M > 1 reorders workgroups in groups of GROUP_M tile-rows for L2 reuse (0 or 1 = off).
 // Compile with device.create_shader_module_trusted(.., ShaderRuntimeChecks::unchecked()):
@@ -46,7 +45,7 @@
 // @tunables-begin
 const BM: u32 = 128u;
 const BN: u32 = 128u;
-const BK: u32 = 16u;
+const BK: u32 = 8u;
 const TM: u32 = 8u;
 const TN: u32 = 8u;
 const GROUP_M: u32 = 8u;
@@ -60,8 +59,12 @@ const RN: u32 = TN / 4u;         // vec4 groups per thread along N
 const BM4: u32 = BM / 4u;
 const BN4: u32 = BN / 4u;
 const BK4: u32 = BK / 4u;
-const LA: u32 = (BM * BK / 4u) / NT;   // vec4 global loads of A per thread per stage
-const LB: u32 = (BN * BK / 4u) / NT;   // vec4 global loads of B per thread per stage
+const VA: u32 = BM * BK / 4u;    // vec4 slots in one A tile
+const VB: u32 = BN * BK / 4u;
+const LA: u32 = (VA + NT - 1u) / NT;   // vec4 global loads of A per thread per stage
+const LB: u32 = (VB + NT - 1u) / NT;   // vec4 global loads of B per thread per stage
+const EA: bool = LA * NT == VA;  // exact split: no per-thread guard needed
+const EB: bool = LB * NT == VB;
 const SA: u32 = BK * BM4;        // vec4 slots of one A stage in workgroup memory
 const SB: u32 = BK * BN4;
 
@@ -94,6 +97,7 @@ fn load_a(tid: u32, m0: u32, k0: u32, abase: u32, vec: bool) {
         // A stored M x K: vec4 along k. v -> (row = v / BK4, kq = v % BK4)
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let gm = m0 + v / BK4;
             let gk = k0 + (v % BK4) * 4u;
             let e = abase + gm * lda + gk;
@@ -116,6 +120,7 @@ fn load_a(tid: u32, m0: u32, k0: u32, abase: u32, vec: bool) {
         // A stored K x M: vec4 along m. v -> (kr = v / BM4, mq = v % BM4)
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let gk = k0 + v / BM4;
             let gm = m0 + (v % BM4) * 4u;
             let e = abase + gk * lda + gm;
@@ -143,6 +148,7 @@ fn load_b(tid: u32, n0: u32, k0: u32, bbase: u32, vec: bool) {
         // B stored K x N: vec4 along n. v -> (kr = v / BN4, nq = v % BN4)
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let gk = k0 + v / BN4;
             let gn = n0 + (v % BN4) * 4u;
             let e = bbase + gk * ldb + gn;
@@ -165,6 +171,7 @@ fn load_b(tid: u32, n0: u32, k0: u32, bbase: u32, vec: bool) {
         // B stored N x K: vec4 along k. v -> (nr = v / BK4, kq = v % BK4)
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let gn = n0 + v / BK4;
             let gk = k0 + (v % BK4) * 4u;
             let e = bbase + gn * ldb + gk;
@@ -192,6 +199,7 @@ fn store_a(tid: u32, st: u32) {
     if ((P.flags & 1u) == 0u) {
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let row = v / BK4;
             let kk = (v % BK4) * 4u;
             let s = base + kk * BM4 + (row >> 2u);
@@ -204,6 +212,7 @@ fn store_a(tid: u32, st: u32) {
     } else {
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             As[base + (v / BM4) * BM4 + (v % BM4)] = ra[j];
         }
     }
@@ -214,11 +223,13 @@ fn store_b(tid: u32, st: u32) {
     if ((P.flags & 2u) == 0u) {
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             Bs[base + (v / BN4) * BN4 + (v % BN4)] = rb[j];
         }
     } else {
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let col = v / BK4;
             let kk = (v % BK4) * 4u;
             let s = base + kk * BN4 + (col >> 2u);

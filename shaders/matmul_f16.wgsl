@@ -1,52 +1,16 @@
-// lazuli f32 matmul: C[b] = op(A[b]) @ op(B[b])   (row-major, f32 storage, f32 accumulation)
+enable f16;
+// lazuli f16 matmul (generated from matmul.wgsl by .lab/gen/mk_f16.py; same interface):
+// C[b] = op(A[b]) @ op(B[b]) with f16 storage for A, B, C, f32 workgroup tiles and f32 accumulation
+// (rounded to f16 once at the store). Needs Features::SHADER_F16.
+// Identical to matmul.wgsl in bindings, Params (element units are f16 elements), entry points
+// (matmul_vec4 / matmul_scalar, same vec4 eligibility rules), dispatch grid and tunables, except:
+// buffers are array<vec4<f16>> so BINDING SIZES MUST BE A MULTIPLE OF 8 BYTES.
 //
-// BINDINGS (group 0)
-//   binding 0: A  var<storage, read>        array<vec4<f32>>
-//   binding 1: B  var<storage, read>        array<vec4<f32>>
-//   binding 2: C  var<storage, read_write>  array<vec4<f32>>
-//   binding 3: P  var<uniform>              Params (64 bytes, 16 x u32, field order below)
-//   All three buffers are declared as vec4 arrays, so every BINDING SIZE MUST BE A MULTIPLE OF
-//   16 BYTES (round allocations up). Element indices/offsets below are in f32 elements; the
-//   scalar entry point reads/writes single f32 components, so it has no alignment needs.
-//
-// PARAMS (all u32, all in ELEMENTS, not bytes)
-//   0 M, 1 N, 2 K, 3 batch        C is M x N, op(A) is M x K, op(B) is K x N
-//   4 lda, 5 ldb, 6 ldc           row strides: A is M x lda (K x lda if trans_a), B is K x ldb
-//                                 (N x ldb if trans_b), C is M x ldc. Contiguous: lda = K (M if
-//                                 trans_a), ldb = N (K if trans_b), ldc = N.
-//   7 flags                       bit 0 = trans_a (A stored K x M), bit 1 = trans_b (B stored N x K)
-//   8 a_off, 9 b_off, 10 c_off    base element offset of batch 0 in each buffer
-//   11 _pad0
-//   12 a_bstride, 13 b_bstride, 14 c_bstride   element stride between batches (0 = broadcast)
-//   15 _pad1
-//   Element (m,k) of batch b of A lives at a_off + b*a_bstride + m*lda + k (k*lda + m if trans_a).
-//
-// ENTRY POINTS (same module, same bind group layout)
-//   matmul_vec4    fast path. Use ONLY IF: N % 4 == 0, ldc/c_off/c_bstride % 4 == 0, and
-//                  (trans_a ? M : K) % 4 == 0, lda/a_off/a_bstride % 4 == 0, and
-//                  (trans_b ? K : N) % 4 == 0, ldb/b_off/b_bstride % 4 == 0.
-//   matmul_scalar  general path: any M, N, K >= 0, any strides/offsets (bounds-checked).
-//   Both handle M, N, K that are not multiples of the tile (edges are bounds-checked).
-//
-// DISPATCH: dispatch_workgroups(ceil(N / BN), ceil(M / BM), batch); workgroup size = (BM/TM)*(BN/TN).
-//
-// TUNABLES: the six `const` lines between the markers below. The host may replace each whole line
-// (match on the prefix "const BM: u32 =" etc.) before compiling. Constraints:
-//   TM % 4 == 0, TN % 4 == 0, BK % 4 == 0, BM % TM == 0, BN % TN == 0,
-//   threads NT = (BM/TM)*(BN/TN) <= max_compute_invocations_per_workgroup (and <= 1024),
-//   (BM*BK/4) % NT == 0, (BN*BK/4) % NT == 0,
-//   workgroup memory = 2 (double buffer) * BK * (BM + BN) * 4 bytes <= max_compute_workgroup_storage_size.
-//   Defaults 128x128x16, 8x8: 256 threads, 32 KiB (fits lavapipe's 32 KiB and NVIDIA's 48 KiB).
-//   Small config (small matrices / 16 KiB devices): BM=BN=64, BK=16, TM=TN=4 (256 threads, 16 KiB).
-//   GROUP_M > 1 reorders workgroups in groups of GROUP_M tile-rows for L2 reuse (0 or 1 = off).
-// Compile with device.create_shader_module_trusted(.., ShaderRuntimeChecks::unchecked()):
-// the kernel does its own bounds checks and never loops unboundedly; wgpu's injected checks
-// (array index clamping, loop bounding) cost a lot of speed here.
-
+// See the header of matmul.wgsl for bindings, Params layout, dispatch grid and tunables.
 // @tunables-begin
 const BM: u32 = 128u;
 const BN: u32 = 128u;
-const BK: u32 = 16u;
+const BK: u32 = 8u;
 const TM: u32 = 8u;
 const TN: u32 = 8u;
 const GROUP_M: u32 = 8u;
@@ -60,8 +24,12 @@ const RN: u32 = TN / 4u;         // vec4 groups per thread along N
 const BM4: u32 = BM / 4u;
 const BN4: u32 = BN / 4u;
 const BK4: u32 = BK / 4u;
-const LA: u32 = (BM * BK / 4u) / NT;   // vec4 global loads of A per thread per stage
-const LB: u32 = (BN * BK / 4u) / NT;   // vec4 global loads of B per thread per stage
+const VA: u32 = BM * BK / 4u;    // vec4 slots in one A tile
+const VB: u32 = BN * BK / 4u;
+const LA: u32 = (VA + NT - 1u) / NT;   // vec4 global loads of A per thread per stage
+const LB: u32 = (VB + NT - 1u) / NT;   // vec4 global loads of B per thread per stage
+const EA: bool = LA * NT == VA;  // exact split: no per-thread guard needed
+const EB: bool = LB * NT == VB;
 const SA: u32 = BK * BM4;        // vec4 slots of one A stage in workgroup memory
 const SB: u32 = BK * BN4;
 
@@ -72,9 +40,9 @@ struct Params {
     a_bstride: u32, b_bstride: u32, c_bstride: u32, _pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> C: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> A: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> B: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read_write> C: array<vec4<f16>>;
 @group(0) @binding(3) var<uniform> P: Params;
 
 // As[stage][k][m] (m packed by 4), Bs[stage][k][n] (n packed by 4)
@@ -84,8 +52,8 @@ var<workgroup> Bs: array<vec4<f32>, 2u * SB>;
 var<private> ra: array<vec4<f32>, LA>;
 var<private> rb: array<vec4<f32>, LB>;
 
-fn lda_s(i: u32) -> f32 { return A[i >> 2u][i & 3u]; }
-fn ldb_s(i: u32) -> f32 { return B[i >> 2u][i & 3u]; }
+fn lda_s(i: u32) -> f32 { return f32(A[i >> 2u][i & 3u]); }
+fn ldb_s(i: u32) -> f32 { return f32(B[i >> 2u][i & 3u]); }
 
 // Global -> registers for the K-slab starting at k0.
 fn load_a(tid: u32, m0: u32, k0: u32, abase: u32, vec: bool) {
@@ -94,12 +62,13 @@ fn load_a(tid: u32, m0: u32, k0: u32, abase: u32, vec: bool) {
         // A stored M x K: vec4 along k. v -> (row = v / BK4, kq = v % BK4)
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let gm = m0 + v / BK4;
             let gk = k0 + (v % BK4) * 4u;
             let e = abase + gm * lda + gk;
             if (vec) {
                 var x = vec4<f32>(0.0);
-                if (gm < M && gk < K) { x = A[e >> 2u]; }
+                if (gm < M && gk < K) { x = vec4<f32>(A[e >> 2u]); }
                 ra[j] = x;
             } else {
                 var x = vec4<f32>(0.0);
@@ -116,12 +85,13 @@ fn load_a(tid: u32, m0: u32, k0: u32, abase: u32, vec: bool) {
         // A stored K x M: vec4 along m. v -> (kr = v / BM4, mq = v % BM4)
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let gk = k0 + v / BM4;
             let gm = m0 + (v % BM4) * 4u;
             let e = abase + gk * lda + gm;
             if (vec) {
                 var x = vec4<f32>(0.0);
-                if (gk < K && gm < M) { x = A[e >> 2u]; }
+                if (gk < K && gm < M) { x = vec4<f32>(A[e >> 2u]); }
                 ra[j] = x;
             } else {
                 var x = vec4<f32>(0.0);
@@ -143,12 +113,13 @@ fn load_b(tid: u32, n0: u32, k0: u32, bbase: u32, vec: bool) {
         // B stored K x N: vec4 along n. v -> (kr = v / BN4, nq = v % BN4)
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let gk = k0 + v / BN4;
             let gn = n0 + (v % BN4) * 4u;
             let e = bbase + gk * ldb + gn;
             if (vec) {
                 var x = vec4<f32>(0.0);
-                if (gk < K && gn < N) { x = B[e >> 2u]; }
+                if (gk < K && gn < N) { x = vec4<f32>(B[e >> 2u]); }
                 rb[j] = x;
             } else {
                 var x = vec4<f32>(0.0);
@@ -165,12 +136,13 @@ fn load_b(tid: u32, n0: u32, k0: u32, bbase: u32, vec: bool) {
         // B stored N x K: vec4 along k. v -> (nr = v / BK4, kq = v % BK4)
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let gn = n0 + v / BK4;
             let gk = k0 + (v % BK4) * 4u;
             let e = bbase + gn * ldb + gk;
             if (vec) {
                 var x = vec4<f32>(0.0);
-                if (gn < N && gk < K) { x = B[e >> 2u]; }
+                if (gn < N && gk < K) { x = vec4<f32>(B[e >> 2u]); }
                 rb[j] = x;
             } else {
                 var x = vec4<f32>(0.0);
@@ -192,6 +164,7 @@ fn store_a(tid: u32, st: u32) {
     if ((P.flags & 1u) == 0u) {
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             let row = v / BK4;
             let kk = (v % BK4) * 4u;
             let s = base + kk * BM4 + (row >> 2u);
@@ -204,6 +177,7 @@ fn store_a(tid: u32, st: u32) {
     } else {
         for (var j = 0u; j < LA; j++) {
             let v = tid + j * NT;
+            if (!EA && v >= VA) { break; }
             As[base + (v / BM4) * BM4 + (v % BM4)] = ra[j];
         }
     }
@@ -214,11 +188,13 @@ fn store_b(tid: u32, st: u32) {
     if ((P.flags & 2u) == 0u) {
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             Bs[base + (v / BN4) * BN4 + (v % BN4)] = rb[j];
         }
     } else {
         for (var j = 0u; j < LB; j++) {
             let v = tid + j * NT;
+            if (!EB && v >= VB) { break; }
             let col = v / BK4;
             let kk = (v % BK4) * 4u;
             let s = base + kk * BN4 + (col >> 2u);
@@ -307,12 +283,12 @@ fn mm(tid: u32, wid: vec3<u32>, nwg: vec3<u32>, vec: bool) {
                     let v = acc[(g * 4u + i) * RN + h];
                     let e = cbase + row * ldc + col;
                     if (vec) {
-                        if (col < N) { C[e >> 2u] = v; }
+                        if (col < N) { C[e >> 2u] = vec4<f16>(v); }
                     } else {
-                        if (col < N) { C[e >> 2u][e & 3u] = v.x; }
-                        if (col + 1u < N) { C[(e + 1u) >> 2u][(e + 1u) & 3u] = v.y; }
-                        if (col + 2u < N) { C[(e + 2u) >> 2u][(e + 2u) & 3u] = v.z; }
-                        if (col + 3u < N) { C[(e + 3u) >> 2u][(e + 3u) & 3u] = v.w; }
+                        if (col < N) { C[e >> 2u][e & 3u] = f16(v.x); }
+                        if (col + 1u < N) { C[(e + 1u) >> 2u][(e + 1u) & 3u] = f16(v.y); }
+                        if (col + 2u < N) { C[(e + 2u) >> 2u][(e + 2u) & 3u] = f16(v.z); }
+                        if (col + 3u < N) { C[(e + 3u) >> 2u][(e + 3u) & 3u] = f16(v.w); }
                     }
                 }
             }

@@ -27,16 +27,8 @@ pub enum DType {
 
 impl DType {
     /// All dtypes, in promotion-lattice order.
-    pub const ALL: [DType; 8] = [
-        DType::Bool,
-        DType::U32,
-        DType::I32,
-        DType::I64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
+    pub const ALL: [DType; 8] =
+        [DType::Bool, DType::U32, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
 
     /// Bytes per element in host memory.
     pub fn size(self) -> usize {

@@ -53,10 +53,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
             (1, y) => y,
             (x, 1) => x,
             _ => {
-                return Err(Error::shape(
-                    op,
-                    format!("shapes {a:?} and {b:?} cannot be broadcast together"),
-                ));
+                return Err(Error::shape(op, format!("shapes {a:?} and {b:?} cannot be broadcast together")));
             }
         };
     }
@@ -69,15 +66,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
 pub fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<isize> {
     let base = contiguous_strides(input);
     let lead = out.len() - input.len();
-    (0..out.len())
-        .map(|i| {
-            if i < lead || input[i - lead] == 1 && out[i] != 1 {
-                0
-            } else {
-                base[i - lead]
-            }
-        })
-        .collect()
+    (0..out.len()).map(|i| if i < lead || input[i - lead] == 1 && out[i] != 1 { 0 } else { base[i - lead] }).collect()
 }
 
 /// Walks the element offsets of a strided view in row-major order of `shape`.
@@ -93,13 +82,7 @@ pub struct StridedIter<'a> {
 impl<'a> StridedIter<'a> {
     /// Starts at `offset` (in elements).
     pub fn new(shape: &'a [usize], strides: &'a [isize], offset: isize) -> Self {
-        StridedIter {
-            shape,
-            strides,
-            index: vec![0; shape.len()],
-            offset,
-            remaining: numel(shape),
-        }
+        StridedIter { shape, strides, index: vec![0; shape.len()], offset, remaining: numel(shape) }
     }
 }
 

@@ -149,9 +149,7 @@ impl Registry {
             return Err(Error::ShutDown);
         }
         match self.slot(s.index) {
-            Some(slot) if slot.device == s.device && slot.generation.load(Ordering::Acquire) == s.generation => {
-                Ok(())
-            }
+            Some(slot) if slot.device == s.device && slot.generation.load(Ordering::Acquire) == s.generation => Ok(()),
             _ => Err(self.stale(s)),
         }
     }
@@ -162,11 +160,8 @@ impl Registry {
     }
 
     fn new_slot(&self, device: Device) -> Stream {
-        let slot: &'static Slot = Box::leak(Box::new(Slot {
-            device,
-            generation: AtomicU64::new(1),
-            in_flight: AtomicUsize::new(0),
-        }));
+        let slot: &'static Slot =
+            Box::leak(Box::new(Slot { device, generation: AtomicU64::new(1), in_flight: AtomicUsize::new(0) }));
         let mut slots = lock(&self.slots);
         slots.push(slot);
         Stream { device, index: (slots.len() - 1) as u32, generation: 1 }
@@ -182,9 +177,7 @@ impl Registry {
             return Err(Error::ShutDown);
         }
         if lock(&self.disabled).contains(&device) {
-            return Err(Error::Device(format!(
-                "{device} is disabled; call lazuli::enable_device to use it again"
-            )));
+            return Err(Error::Device(format!("{device} is disabled; call lazuli::enable_device to use it again")));
         }
         Ok(())
     }

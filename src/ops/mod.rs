@@ -13,3 +13,6 @@ pub mod shape;
 pub mod unary;
 
 // Free functions re-exported at the crate root (methods live on `Array`).
+pub use shape::{SliceArg, concatenate, split, split_at, stack};
+pub use binary::{Operand, ScalarKind, where_};
+pub use creation::{arange, eye, full, linspace, ones, zeros};

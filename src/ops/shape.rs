@@ -1,10 +1,160 @@
-//! Shape ops: views (transpose, slice, broadcast, flip) lower to `AsStrided`, size-keeping
-//! reshapes to `Reshape`, joins to `Concatenate`.
+//! Shape ops: views (transpose, slice, broadcast, flip...) lower to one `AsStrided` node,
+//! size-keeping reshapes to `Reshape`, joins to `Concatenate`.
+//!
+//! A view of a still-pending view (or reshape) folds into a single `AsStrided` on the
+//! underlying array, so chains like `x.transpose(&[])?.slice(..)?.flip(..)` cost one copy.
 
-use crate::array::Array;
+use std::ops::{Range, RangeFrom, RangeFull, RangeTo};
+
+use crate::array::{Array, State};
+use crate::dtype::promote;
 use crate::error::{Error, Result};
 use crate::primitive::Primitive;
-use crate::shape::{broadcast_shapes, contiguous_strides, numel};
+use crate::shape::{broadcast_shapes, contiguous_strides, normalize_axes, normalize_axis, numel};
+
+/// One entry of [`Array::slice`], for one leading axis, with Python's semantics.
+///
+/// Build it from Rust ranges (`(1..3).into()`, `(..).into()`, `(2..).into()`), from an
+/// `isize` (an index, which removes the axis), or with [`SliceArg::new`] for a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceArg {
+    /// `a[i]`: picks one position and removes the axis. Negative counts from the end;
+    /// out of range is an error.
+    Index(isize),
+    /// `a[start:stop:step]`: `None` is Python's omitted bound; out-of-range bounds clamp.
+    Range {
+        /// First position (inclusive).
+        start: Option<isize>,
+        /// End position (exclusive).
+        stop: Option<isize>,
+        /// Stride; negative walks backwards; zero is an error.
+        step: isize,
+    },
+}
+
+impl SliceArg {
+    /// `start:stop:step`.
+    pub fn new(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
+        SliceArg::Range { start, stop, step }
+    }
+    /// `:` (the whole axis).
+    pub fn all() -> SliceArg {
+        SliceArg::Range { start: None, stop: None, step: 1 }
+    }
+}
+
+impl From<isize> for SliceArg {
+    fn from(i: isize) -> Self {
+        SliceArg::Index(i)
+    }
+}
+impl From<Range<isize>> for SliceArg {
+    fn from(r: Range<isize>) -> Self {
+        SliceArg::new(Some(r.start), Some(r.end), 1)
+    }
+}
+impl From<RangeFrom<isize>> for SliceArg {
+    fn from(r: RangeFrom<isize>) -> Self {
+        SliceArg::new(Some(r.start), None, 1)
+    }
+}
+impl From<RangeTo<isize>> for SliceArg {
+    fn from(r: RangeTo<isize>) -> Self {
+        SliceArg::new(None, Some(r.end), 1)
+    }
+}
+impl From<RangeFull> for SliceArg {
+    fn from(_: RangeFull) -> Self {
+        SliceArg::all()
+    }
+}
+
+/// Python's `slice(start, stop, step).indices(n)`: the first position and the length.
+fn slice_indices(start: Option<isize>, stop: Option<isize>, step: isize, n: usize) -> (isize, usize) {
+    let n = n as isize;
+    let (lo, hi) = if step < 0 { (-1, n - 1) } else { (0, n) };
+    let fix = |v: Option<isize>, default: isize| match v {
+        None => default,
+        Some(v) if v < 0 => (v + n).max(lo),
+        Some(v) => v.min(hi),
+    };
+    let start = fix(start, if step < 0 { hi } else { lo });
+    let stop = fix(stop, if step < 0 { lo } else { hi });
+    let len = if step > 0 && start < stop {
+        (stop - start - 1) / step + 1
+    } else if step < 0 && stop < start {
+        (start - stop - 1) / (-step) + 1
+    } else {
+        0
+    };
+    (start, len as usize)
+}
+
+/// A strided view of `base`'s contiguous data: `out[idx] = base[offset + sum(idx * strides)]`.
+struct View {
+    base: Array,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: isize,
+}
+
+impl View {
+    /// The view `a` is; looks through a pending `AsStrided` or `Reshape` so that views
+    /// of views stay one node.
+    fn of(a: &Array) -> View {
+        let shape = a.shape().to_vec();
+        if let State::Pending { op, inputs } = &*a.0.lock() {
+            match op {
+                Primitive::AsStrided { strides, offset } => {
+                    return View { base: inputs[0].clone(), shape, strides: strides.clone(), offset: *offset as isize };
+                }
+                // A reshape's input is contiguous with the same data.
+                Primitive::Reshape => {
+                    let strides = contiguous_strides(&shape);
+                    return View { base: inputs[0].clone(), shape, strides, offset: 0 };
+                }
+                _ => {}
+            }
+        }
+        View { base: a.clone(), strides: contiguous_strides(&shape), shape, offset: 0 }
+    }
+
+    fn permute(mut self, perm: &[usize]) -> View {
+        self.shape = perm.iter().map(|&p| self.shape[p]).collect();
+        self.strides = perm.iter().map(|&p| self.strides[p]).collect();
+        self
+    }
+
+    /// Restricts `axis` to `len` positions from `start` by `step`.
+    fn restrict(mut self, axis: usize, start: isize, len: usize, step: isize) -> View {
+        if len > 0 {
+            self.offset += start * self.strides[axis];
+        }
+        self.shape[axis] = len;
+        self.strides[axis] *= step;
+        self
+    }
+
+    fn remove_axis(mut self, axis: usize) -> View {
+        self.shape.remove(axis);
+        self.strides.remove(axis);
+        self
+    }
+
+    /// Inserts an axis of `size` that repeats the data (stride 0).
+    fn insert_axis(mut self, axis: usize, size: usize) -> View {
+        self.shape.insert(axis, size);
+        self.strides.insert(axis, 0);
+        self
+    }
+
+    fn build(self) -> Result<Array> {
+        // An empty view reads nothing; its offset may point past the end.
+        let offset = if numel(&self.shape) == 0 { 0 } else { self.offset };
+        debug_assert!(offset >= 0, "a non-empty view starts inside its base");
+        self.base.as_strided(self.shape, self.strides, offset as usize)
+    }
+}
 
 impl Array {
     /// The same data in a new shape of the same size; one axis may be `-1` (inferred).
@@ -63,7 +213,305 @@ impl Array {
         if out != shape {
             return Err(Error::shape("broadcast_to", format!("cannot broadcast {:?} to {shape:?}", self.shape())));
         }
-        let strides = crate::shape::broadcast_strides(self.shape(), shape);
-        self.as_strided(shape.to_vec(), strides, 0)
+        let mut v = View::of(self);
+        let lead = shape.len() - self.ndim();
+        for (i, &d) in shape.iter().enumerate() {
+            if i < lead {
+                v = v.insert_axis(i, d);
+            } else if v.shape[i] != d {
+                // A size-1 axis stretched: every position reads the one element.
+                v.shape[i] = d;
+                v.strides[i] = 0;
+            }
+        }
+        v.build()
     }
+
+    /// All elements in one axis, row-major (a 0-d array gives shape `[1]`).
+    pub fn flatten(&self) -> Result<Array> {
+        self.reshape_to(vec![self.size()])
+    }
+
+    /// Merges axes `start_axis..=end_axis` (negative counts from the end) into one, as
+    /// MLX's `flatten(start_axis, end_axis)`. A 0-d array gives shape `[1]`.
+    pub fn flatten_range(&self, start_axis: isize, end_axis: isize) -> Result<Array> {
+        let nd = self.ndim().max(1);
+        let s = normalize_axis("flatten", start_axis, nd)?;
+        let e = normalize_axis("flatten", end_axis, nd)?;
+        if s > e {
+            return Err(Error::invalid(
+                "flatten",
+                format!("start_axis {start_axis} comes after end_axis {end_axis} for shape {:?}", self.shape()),
+            ));
+        }
+        if self.ndim() == 0 {
+            return self.reshape_to(vec![1]);
+        }
+        let sh = self.shape();
+        let mut out = sh[..s].to_vec();
+        out.push(numel(&sh[s..=e]));
+        out.extend_from_slice(&sh[e + 1..]);
+        self.reshape_to(out)
+    }
+
+    /// Permutes the axes: output axis `i` is input axis `axes[i]`. An empty slice
+    /// reverses the axes (NumPy's default).
+    pub fn transpose(&self, axes: &[isize]) -> Result<Array> {
+        let nd = self.ndim();
+        let perm: Vec<usize> = if axes.is_empty() {
+            (0..nd).rev().collect()
+        } else {
+            if axes.len() != nd {
+                return Err(Error::invalid(
+                    "transpose",
+                    format!("axes {axes:?} do not match an array of {nd} dimensions (shape {:?})", self.shape()),
+                ));
+            }
+            let perm = axes.iter().map(|&a| normalize_axis("transpose", a, nd)).collect::<Result<Vec<_>>>()?;
+            normalize_axes("transpose", axes, nd)?;
+            perm
+        };
+        View::of(self).permute(&perm).build()
+    }
+
+    /// Swaps two axes.
+    pub fn swapaxes(&self, axis1: isize, axis2: isize) -> Result<Array> {
+        let a = normalize_axis("swapaxes", axis1, self.ndim())?;
+        let b = normalize_axis("swapaxes", axis2, self.ndim())?;
+        let mut perm: Vec<usize> = (0..self.ndim()).collect();
+        perm.swap(a, b);
+        View::of(self).permute(&perm).build()
+    }
+
+    /// Inserts size-1 axes at `axes`, which index the output (of rank `ndim + axes.len()`).
+    pub fn expand_dims(&self, axes: &[isize]) -> Result<Array> {
+        let out_nd = self.ndim() + axes.len();
+        let axes = normalize_axes("expand_dims", axes, out_nd)?;
+        let mut shape = self.shape().to_vec();
+        for &a in &axes {
+            shape.insert(a, 1);
+        }
+        self.reshape_to(shape)
+    }
+
+    /// Removes size-1 axes: the named ones (an error if one is not size 1), or every
+    /// size-1 axis when `axes` is empty.
+    pub fn squeeze(&self, axes: &[isize]) -> Result<Array> {
+        let sh = self.shape();
+        let axes = if axes.is_empty() {
+            (0..sh.len()).filter(|&i| sh[i] == 1).collect()
+        } else {
+            let ax = normalize_axes("squeeze", axes, sh.len())?;
+            if let Some(&bad) = ax.iter().find(|&&a| sh[a] != 1) {
+                return Err(Error::shape("squeeze", format!("axis {bad} of shape {sh:?} is not of size 1")));
+            }
+            ax
+        };
+        let shape = (0..sh.len()).filter(|i| !axes.contains(i)).map(|i| sh[i]).collect();
+        self.reshape_to(shape)
+    }
+
+    /// Basic indexing, one [`SliceArg`] per leading axis (missing trailing axes are taken
+    /// whole), with Python's semantics: negative positions count from the end, range
+    /// bounds clamp, negative steps walk backwards, a zero step is an error, an index
+    /// removes its axis.
+    ///
+    /// ```
+    /// use lazuli::{Array, SliceArg};
+    /// let a = Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3])?;
+    /// let b = a.slice(&[(..).into(), SliceArg::new(None, None, -2)])?;
+    /// assert_eq!(b.to_vec::<i32>()?, vec![2, 0, 5, 3]);
+    /// # Ok::<(), lazuli::Error>(())
+    /// ```
+    pub fn slice(&self, args: &[SliceArg]) -> Result<Array> {
+        let sh = self.shape().to_vec();
+        if args.len() > sh.len() {
+            return Err(Error::invalid(
+                "slice",
+                format!("{} slice arguments for an array of shape {sh:?}", args.len()),
+            ));
+        }
+        let mut v = View::of(self);
+        // Walk backwards so removing an axis does not shift the ones still to visit.
+        for (ax, arg) in args.iter().enumerate().rev() {
+            let n = sh[ax];
+            v = match *arg {
+                SliceArg::Index(i) => {
+                    if i < -(n as isize) || i >= n as isize {
+                        return Err(Error::invalid(
+                            "slice",
+                            format!("index {i} is out of bounds for axis {ax} of shape {sh:?}"),
+                        ));
+                    }
+                    let i = if i < 0 { i + n as isize } else { i };
+                    v.restrict(ax, i, 1, 1).remove_axis(ax)
+                }
+                SliceArg::Range { start, stop, step } => {
+                    if step == 0 {
+                        return Err(Error::invalid("slice", format!("step is zero on axis {ax} of shape {sh:?}")));
+                    }
+                    let (first, len) = slice_indices(start, stop, step, n);
+                    v.restrict(ax, first, len, step)
+                }
+            };
+        }
+        v.build()
+    }
+
+    /// Reverses the order of elements along `axes` (every axis when `axes` is empty).
+    pub fn flip(&self, axes: &[isize]) -> Result<Array> {
+        let axes =
+            if axes.is_empty() { (0..self.ndim()).collect() } else { normalize_axes("flip", axes, self.ndim())? };
+        let mut v = View::of(self);
+        for ax in axes {
+            let n = v.shape[ax];
+            v = v.restrict(ax, n as isize - 1, n, -1);
+        }
+        v.build()
+    }
+
+    /// Repeats each element `repeats` times along `axis`; with `None`, on the flattened
+    /// array (NumPy's `repeat` with one count).
+    pub fn repeat(&self, repeats: usize, axis: Option<isize>) -> Result<Array> {
+        let (x, ax) = match axis {
+            None => (self.flatten()?, 0),
+            Some(a) => (self.clone(), normalize_axis("repeat", a, self.ndim())?),
+        };
+        let mut out = x.shape().to_vec();
+        out[ax] *= repeats;
+        View::of(&x).insert_axis(ax + 1, repeats).build()?.reshape_to(out)
+    }
+
+    /// Repeats the whole array `reps[i]` times along axis `i` (NumPy's `tile`: a shorter
+    /// `reps` is padded with leading 1s, a longer one adds leading axes to the array).
+    pub fn tile(&self, reps: &[usize]) -> Result<Array> {
+        let nd = self.ndim().max(reps.len());
+        let mut reps_full = vec![1; nd - reps.len()];
+        reps_full.extend_from_slice(reps);
+        let mut shape = vec![1; nd - self.ndim()];
+        shape.extend_from_slice(self.shape());
+        let x = self.reshape_to(shape.clone())?;
+        // View [r0, d0, r1, d1, ...] with the r axes repeating, then merge pairs.
+        let mut v = View::of(&x);
+        for i in (0..nd).rev() {
+            v = v.insert_axis(i, reps_full[i]);
+        }
+        let out = shape.iter().zip(&reps_full).map(|(d, r)| d * r).collect();
+        v.build()?.reshape_to(out)
+    }
+
+    /// Pads with `value` (cast to the dtype): `pad_width[i] = (before, after)` for axis
+    /// `i`; a single pair applies to every axis.
+    pub fn pad(&self, pad_width: &[(usize, usize)], value: f64) -> Result<Array> {
+        let nd = self.ndim();
+        let widths: Vec<(usize, usize)> = match pad_width.len() {
+            1 => vec![pad_width[0]; nd],
+            n if n == nd => pad_width.to_vec(),
+            n => {
+                return Err(Error::shape(
+                    "pad",
+                    format!("{n} pad widths for an array of shape {:?} (give 1 or {nd})", self.shape()),
+                ));
+            }
+        };
+        let mut x = self.clone();
+        for (ax, &(before, after)) in widths.iter().enumerate() {
+            if before == 0 && after == 0 {
+                continue;
+            }
+            let block = |n: usize| -> Result<Array> {
+                let mut s = x.shape().to_vec();
+                s[ax] = n;
+                Array::from_op(Primitive::Full { value }, vec![], s, x.dtype())
+            };
+            let (b, a) = (block(before)?, block(after)?);
+            x = concatenate(&[&b, &x, &a], ax as isize)?;
+        }
+        Ok(x)
+    }
+}
+
+/// Joins arrays along an existing axis. Dtypes are promoted; ranks must match and shapes
+/// must be equal except along `axis`.
+pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        return Err(Error::invalid("concatenate", "needs at least one array"));
+    };
+    let nd = first.ndim();
+    if nd == 0 {
+        return Err(Error::shape("concatenate", "0-d arrays cannot be concatenated"));
+    }
+    let ax = normalize_axis("concatenate", axis, nd)?;
+    let mut dtype = first.dtype();
+    let mut out = first.shape().to_vec();
+    out[ax] = 0;
+    for a in arrays {
+        let same = a.ndim() == nd && (0..nd).all(|i| i == ax || a.shape()[i] == first.shape()[i]);
+        if !same {
+            return Err(Error::shape(
+                "concatenate",
+                format!("shapes {:?} and {:?} differ outside axis {axis}", first.shape(), a.shape()),
+            ));
+        }
+        out[ax] += a.shape()[ax];
+        dtype = promote(dtype, a.dtype());
+    }
+    // Empty pieces add nothing; kernels never see them.
+    let parts: Vec<Array> = arrays.iter().filter(|a| a.size() > 0).map(|a| a.astype(dtype)).collect::<Result<_>>()?;
+    match parts.len() {
+        0 => Array::from_op(Primitive::Full { value: 0.0 }, vec![], out, dtype),
+        1 => Ok(parts.into_iter().next().expect("one part")),
+        _ => Array::from_op(Primitive::Concatenate { axis: ax }, parts, out, dtype),
+    }
+}
+
+/// Joins arrays of one shape along a new axis (`axis` indexes the output).
+pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        return Err(Error::invalid("stack", "needs at least one array"));
+    };
+    if let Some(bad) = arrays.iter().find(|a| a.shape() != first.shape()) {
+        return Err(Error::shape(
+            "stack",
+            format!("all arrays must have one shape, got {:?} and {:?}", first.shape(), bad.shape()),
+        ));
+    }
+    let ax = normalize_axis("stack", axis, first.ndim() + 1)?;
+    let expanded: Vec<Array> = arrays.iter().map(|a| a.expand_dims(&[ax as isize])).collect::<Result<_>>()?;
+    let refs: Vec<&Array> = expanded.iter().collect();
+    concatenate(&refs, ax as isize)
+}
+
+/// Splits into `sections` equal parts along `axis` (an error if the axis does not
+/// divide evenly, as NumPy's `split`). See [`split_at`] for split positions.
+pub fn split(a: &Array, sections: usize, axis: isize) -> Result<Vec<Array>> {
+    let ax = normalize_axis("split", axis, a.ndim())?;
+    let n = a.shape()[ax];
+    if sections == 0 || n % sections != 0 {
+        return Err(Error::shape(
+            "split",
+            format!("axis {axis} of shape {:?} does not split into {sections} equal parts", a.shape()),
+        ));
+    }
+    let step = n / sections;
+    let cuts: Vec<usize> = (1..sections).map(|i| i * step).collect();
+    split_at(a, &cuts, axis)
+}
+
+/// Splits along `axis` before each position in `indices`: `[2, 5]` gives `a[:2]`,
+/// `a[2:5]`, `a[5:]` (NumPy's `split` with indices; positions past the end give empty
+/// parts).
+pub fn split_at(a: &Array, indices: &[usize], axis: isize) -> Result<Vec<Array>> {
+    let ax = normalize_axis("split", axis, a.ndim())?;
+    let mut bounds = vec![0usize];
+    bounds.extend_from_slice(indices);
+    bounds.push(usize::MAX);
+    let mut out = Vec::with_capacity(bounds.len() - 1);
+    for w in bounds.windows(2) {
+        let clamp = |x: usize| x.min(a.shape()[ax]) as isize;
+        let mut args = vec![SliceArg::all(); ax + 1];
+        args[ax] = SliceArg::new(Some(clamp(w[0])), Some(clamp(w[1])), 1);
+        out.push(a.slice(&args)?);
+    }
+    Ok(out)
 }

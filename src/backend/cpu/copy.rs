@@ -1,17 +1,100 @@
 //! Data movement: strided views, concatenation, gather, scatter.
-use super::storage::CpuData;
-use crate::error::Result;
-use crate::primitive::ScatterMode;
 
-pub(super) fn as_strided(x: &CpuData, _shape: &[usize], _strides: &[isize], _offset: usize) -> CpuData {
-    x.clone()
+use super::storage::{CpuData, CpuElem, map_data};
+use crate::error::{Error, Result};
+use crate::primitive::ScatterMode;
+use crate::shape::{StridedIter, contiguous_strides, numel};
+
+pub(super) fn as_strided(x: &CpuData, shape: &[usize], strides: &[isize], offset: usize) -> CpuData {
+    map_data!(x, |v| StridedIter::new(shape, strides, offset as isize).map(|i| v[i]).collect())
 }
-pub(super) fn concatenate(ins: &[&CpuData], _shapes: &[&[usize]], _axis: usize, _out: &[usize]) -> CpuData {
-    ins[0].clone()
+
+/// Splits `shape` around `axis` into (outer, axis length, inner) element counts.
+pub(crate) fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (numel(&shape[..axis]), shape[axis], numel(&shape[axis + 1..]))
 }
-pub(super) fn gather(x: &CpuData, _sx: &[usize], _idx: &CpuData, _si: &[usize], _axis: usize) -> Result<CpuData> {
-    Err(super::unsupported("gather", x.dtype()))
+
+pub(super) fn concatenate(ins: &[&CpuData], shapes: &[&[usize]], axis: usize, out: &[usize]) -> CpuData {
+    // `_first` only fixes `T`: the typed slice of the first input.
+    fn cat<T: CpuElem>(_first: &[T], ins: &[&CpuData], shapes: &[&[usize]], axis: usize, out: &[usize]) -> Vec<T> {
+        let (outer, _, inner) = split_axis(out, axis);
+        let mut v: Vec<T> = Vec::with_capacity(numel(out));
+        for o in 0..outer {
+            for (d, s) in ins.iter().zip(shapes) {
+                let src = T::unwrap(d).expect("concatenate inputs share a dtype");
+                let block = s[axis] * inner;
+                v.extend_from_slice(&src[o * block..(o + 1) * block]);
+            }
+        }
+        v
+    }
+    map_data!(ins[0], |v| cat(v, ins, shapes, axis, out))
 }
-pub(super) fn scatter(ins: &[&CpuData], _shapes: &[&[usize]], _axis: usize, _mode: ScatterMode) -> Result<CpuData> {
-    Err(super::unsupported("scatter", ins[0].dtype()))
+
+/// Index values as i64, whatever their integer dtype.
+fn indices(idx: &CpuData) -> Result<Vec<i64>> {
+    Ok(match idx {
+        CpuData::I32(v) => v.iter().map(|&x| x as i64).collect(),
+        CpuData::U32(v) => v.iter().map(|&x| x as i64).collect(),
+        CpuData::I64(v) => v.clone(),
+        other => return Err(Error::Eval(format!("indices must be integers, got {}", other.dtype()))),
+    })
+}
+
+/// Wraps negative indices once; `None` when still out of range.
+fn wrap_index(i: i64, n: usize) -> Option<usize> {
+    let j = if i < 0 { i + n as i64 } else { i };
+    (0..n as i64).contains(&j).then_some(j as usize)
+}
+
+/// Source offsets for each element of an index array of shape `si` along `axis`
+/// into an array of shape `sx`; out-of-range indices are clamped (gather) or
+/// reported as `None` (scatter).
+fn offsets(sx: &[usize], si: &[usize], idx: &[i64], axis: usize, clamp: bool) -> Vec<Option<usize>> {
+    let xs = contiguous_strides(sx);
+    let n = sx[axis];
+    let mut out = Vec::with_capacity(idx.len());
+    let mut pos = vec![0usize; si.len()];
+    for &raw in idx {
+        let j = match wrap_index(raw, n) {
+            Some(j) => Some(j),
+            None if clamp => Some(if raw < 0 { 0 } else { n.saturating_sub(1) }),
+            None => None,
+        };
+        out.push(j.map(|j| {
+            pos.iter().enumerate().map(|(d, &p)| if d == axis { j } else { p } as isize * xs[d]).sum::<isize>() as usize
+        }));
+        for d in (0..si.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < si[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    out
+}
+
+pub(super) fn gather(x: &CpuData, sx: &[usize], idx: &CpuData, si: &[usize], axis: usize) -> Result<CpuData> {
+    if sx[axis] == 0 {
+        return Err(Error::Eval("gather: cannot index into an axis of length 0".into()));
+    }
+    let offs = offsets(sx, si, &indices(idx)?, axis, true);
+    Ok(map_data!(x, |v| offs.iter().map(|o| v[o.unwrap_or(0)]).collect()))
+}
+
+pub(super) fn scatter(ins: &[&CpuData], shapes: &[&[usize]], axis: usize, mode: ScatterMode) -> Result<CpuData> {
+    let offs = offsets(shapes[0], shapes[1], &indices(ins[1])?, axis, false);
+    fn go<T: CpuElem>(dst: &[T], upd: &CpuData, offs: &[Option<usize>], add: bool) -> Vec<T> {
+        let upd = T::unwrap(upd).expect("scatter updates share the destination dtype");
+        let mut out = dst.to_vec();
+        for (o, &u) in offs.iter().zip(upd) {
+            if let Some(o) = *o {
+                out[o] = if add { T::from_f64(out[o].to_f64() + u.to_f64()) } else { u };
+            }
+        }
+        out
+    }
+    let add = mode == ScatterMode::Add;
+    Ok(map_data!(ins[0], |v| go(v, ins[2], &offs, add)))
 }

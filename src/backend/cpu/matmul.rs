@@ -1,7 +1,119 @@
-//! Matmul through the `gemm` crate.
-use super::storage::CpuData;
-use crate::error::Result;
+//! Matmul: floats through the `gemm` crate (blocked, SIMD, threaded), integers by a
+//! plain loop in wrapping i64.
 
-pub(super) fn matmul(a: &CpuData, _sa: &[usize], _b: &CpuData, _sb: &[usize], _out: &[usize]) -> Result<CpuData> {
-    Err(super::unsupported("matmul", a.dtype()))
+use rayon::prelude::*;
+
+use super::storage::CpuData;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::{StridedIter, broadcast_strides, numel};
+
+/// For each output batch, the element offsets of its `a` and `b` matrices.
+fn batch_offsets(sa: &[usize], sb: &[usize], out: &[usize]) -> Vec<(usize, usize)> {
+    let r = out.len();
+    let (ba, bb, bo) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2], &out[..r - 2]);
+    let (ma, mb) = (sa[sa.len() - 2] * sa[sa.len() - 1], sb[sb.len() - 2] * sb[sb.len() - 1]);
+    let ta = broadcast_strides(ba, bo);
+    let tb = broadcast_strides(bb, bo);
+    StridedIter::new(bo, &ta, 0).zip(StridedIter::new(bo, &tb, 0)).map(|(i, j)| (i * ma, j * mb)).collect()
+}
+
+/// C = A @ B for row-major contiguous A (m x k), B (k x n), C (m x n).
+fn gemm_into<T: 'static + Copy + num_traits::Zero + num_traits::One>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    (m, k, n): (usize, usize, usize),
+    threads: usize,
+) {
+    let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    // SAFETY: the slices hold exactly m*k, k*n and m*n elements (checked by the caller),
+    // and the strides below describe row-major layouts within them.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+fn matmul_float<T>(a: &[T], sa: &[usize], b: &[T], sb: &[usize], out: &[usize]) -> Vec<T>
+where
+    T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One,
+{
+    let (m, k, n) = (sa[sa.len() - 2], sa[sa.len() - 1], sb[sb.len() - 1]);
+    let offs = batch_offsets(sa, sb, out);
+    let mut c = vec![T::zero(); numel(out)];
+    if m * n == 0 {
+        return c;
+    }
+    let threads = rayon::current_num_threads();
+    let per_batch_flops = m * n * k;
+    let run = |&(oa, ob): &(usize, usize), cm: &mut [T], t: usize| {
+        gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), t);
+    };
+    if offs.len() > 1 && per_batch_flops < (1 << 18) {
+        // Many small matrices: one thread per batch.
+        c.par_chunks_mut(m * n).zip(offs.par_iter()).for_each(|(cm, x)| run(x, cm, 1));
+    } else {
+        let t = if per_batch_flops >= (1 << 15) { threads } else { 1 };
+        for (cm, x) in c.chunks_mut(m * n).zip(offs.iter()) {
+            run(x, cm, t);
+        }
+    }
+    c
+}
+
+fn matmul_i64(a: &[i64], sa: &[usize], b: &[i64], sb: &[usize], out: &[usize]) -> Vec<i64> {
+    let (m, k, n) = (sa[sa.len() - 2], sa[sa.len() - 1], sb[sb.len() - 1]);
+    let mut c = vec![0i64; numel(out)];
+    if m * n == 0 {
+        return c;
+    }
+    for (cm, &(oa, ob)) in c.chunks_mut(m * n).zip(&batch_offsets(sa, sb, out)) {
+        for i in 0..m {
+            for p in 0..k {
+                let x = a[oa + i * k + p];
+                for j in 0..n {
+                    cm[i * n + j] = cm[i * n + j].wrapping_add(x.wrapping_mul(b[ob + p * n + j]));
+                }
+            }
+        }
+    }
+    c
+}
+
+pub(super) fn matmul(a: &CpuData, sa: &[usize], b: &CpuData, sb: &[usize], out: &[usize]) -> Result<CpuData> {
+    Ok(match (a, b) {
+        (CpuData::F32(x), CpuData::F32(y)) => CpuData::F32(matmul_float(x, sa, y, sb, out)),
+        (CpuData::F64(x), CpuData::F64(y)) => CpuData::F64(matmul_float(x, sa, y, sb, out)),
+        (CpuData::F16(_), CpuData::F16(_)) | (CpuData::BF16(_), CpuData::BF16(_)) => {
+            let (x, y) = (a.astype(DType::F32), b.astype(DType::F32));
+            matmul(&x, sa, &y, sb, out)?.astype(a.dtype())
+        }
+        _ if a.dtype() == b.dtype() => {
+            let (CpuData::I64(x), CpuData::I64(y)) = (a.astype(DType::I64), b.astype(DType::I64)) else {
+                unreachable!("astype(I64) gives I64")
+            };
+            CpuData::I64(matmul_i64(&x, sa, &y, sb, out)).astype(a.dtype())
+        }
+        _ => return Err(Error::Eval(format!("matmul: operands of different dtypes {} and {}", a.dtype(), b.dtype()))),
+    })
 }

@@ -80,9 +80,7 @@ impl Backend for CpuBackend {
         let n = crate::shape::numel(&out.shape);
         let result = match op {
             Primitive::Full { value } => CpuData::filled(out.dtype, n, *value),
-            Primitive::Arange { start, step } => {
-                CpuData::from_f64s(out.dtype, (0..n).map(|i| start + i as f64 * step))
-            }
+            Primitive::Arange { start, step } => CpuData::from_f64s(out.dtype, (0..n).map(|i| start + i as f64 * step)),
             Primitive::RandomBits => random::random_bits(ins[0], n)?,
             Primitive::Unary(u) => elementwise::unary(*u, ins[0])?,
             Primitive::Binary(b) => elementwise::binary(*b, ins[0], shapes[0], ins[1], shapes[1], &out.shape)?,
@@ -99,7 +97,10 @@ impl Backend for CpuBackend {
             Primitive::Matmul => matmul::matmul(ins[0], shapes[0], ins[1], shapes[1], &out.shape)?,
             #[allow(unreachable_patterns)]
             other => {
-                return Err(Error::Unsupported { backend: "cpu".into(), msg: format!("no kernel for {}", other.name()) });
+                return Err(Error::Unsupported {
+                    backend: "cpu".into(),
+                    msg: format!("no kernel for {}", other.name()),
+                });
             }
         };
         debug_assert_eq!(result.dtype(), out.dtype, "{}", op.name());

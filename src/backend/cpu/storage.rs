@@ -51,6 +51,7 @@ macro_rules! with_data {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use with_data;
 
 /// An element type the CPU kernels handle: convertible, comparable, wrappable.

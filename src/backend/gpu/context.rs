@@ -1,0 +1,171 @@
+//! The wgpu instance, adapter, device and queue: made once, on first use, and leaked.
+//!
+//! Why leaked: driver threads (lavapipe's queue thread, NVIDIA's completion callbacks)
+//! can still run while the process exits. A `Device`/`Queue` dropped by a static
+//! destructor waits for idle and fires map callbacks mid-exit, and pointers the driver
+//! holds into them dangle (MLX #3126, see shared/facts/teardown.md). A leaked context is
+//! never dropped, so nothing it owns is freed under a running driver thread.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+
+/// Everything the backend needs from wgpu, alive for the rest of the process.
+pub(crate) struct Context {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) limits: wgpu::Limits,
+    /// `SHADER_F16` was granted: f16 kernels can be built.
+    pub(crate) has_f16: bool,
+    /// Adapter name and backend, for messages.
+    pub(crate) description: String,
+    /// Errors no error scope caught (the uncaptured-error handler records them).
+    uncaptured: Mutex<Vec<String>>,
+    /// Set by the device-lost callback; every later call fails.
+    lost: AtomicBool,
+    lost_reason: Mutex<String>,
+}
+
+/// The context, or why there is none. Initialisation (including failure) is attempted
+/// once and cached, so a machine without a GPU pays for the probe only once.
+pub(crate) fn context() -> Result<&'static Context> {
+    static CTX: OnceLock<std::result::Result<&'static Context, String>> = OnceLock::new();
+    match CTX.get_or_init(|| init().map(|c| &*Box::leak(Box::new(c)))) {
+        Ok(c) => {
+            c.install_handlers();
+            Ok(c)
+        }
+        Err(msg) => Err(Error::Device(msg.clone())),
+    }
+}
+
+/// Vulkan, Metal and DX12 only: GL/EGL loaded alongside causes exit-time crashes
+/// (gfx-rs/wgpu#7655). `WGPU_BACKEND` overrides.
+fn backends() -> wgpu::Backends {
+    wgpu::Backends::from_env().unwrap_or(wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12)
+}
+
+fn no_adapter(detail: &str) -> String {
+    format!(
+        "gpu(0): no usable GPU adapter ({detail}). Backends tried: {:?}. Install a Vulkan driver \
+         (on Linux without a GPU: the lavapipe software driver, package mesa-vulkan-drivers), or \
+         choose a backend with WGPU_BACKEND=vulkan|metal|dx12 and an adapter with WGPU_ADAPTER_NAME",
+        backends()
+    )
+}
+
+fn init() -> std::result::Result<Context, String> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
+    desc.backends = backends();
+    let instance = wgpu::Instance::new(desc);
+    let adapter = pick_adapter(&instance)?;
+    let info = adapter.get_info();
+    let wanted = wgpu::Features::SHADER_F16;
+    let features = adapter.features() & wanted;
+    let limits = adapter.limits();
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("lazuli"),
+        required_features: features,
+        required_limits: limits.clone(),
+        ..Default::default()
+    }))
+    .map_err(|e| format!("gpu(0): {} ({:?}) refused a device: {e}", info.name, info.backend))?;
+    // The instance and adapter are not needed after this; the device keeps what it uses.
+    // They are leaked too, so no wgpu object is ever destroyed at exit.
+    std::mem::forget(adapter);
+    std::mem::forget(instance);
+    Ok(Context {
+        device,
+        queue,
+        has_f16: features.contains(wgpu::Features::SHADER_F16),
+        description: format!("{} ({:?})", info.name, info.backend),
+        limits,
+        uncaptured: Mutex::new(Vec::new()),
+        lost: AtomicBool::new(false),
+        lost_reason: Mutex::new(String::new()),
+    })
+}
+
+/// `WGPU_ADAPTER_NAME` (a case-insensitive substring) picks among the adapters; else
+/// wgpu's default choice. wgpu's own env helper panics when the name matches nothing.
+fn pick_adapter(instance: &wgpu::Instance) -> std::result::Result<wgpu::Adapter, String> {
+    if let Ok(name) = std::env::var("WGPU_ADAPTER_NAME") {
+        let want = name.to_lowercase();
+        let adapters = pollster::block_on(instance.enumerate_adapters(backends()));
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        return adapters
+            .into_iter()
+            .find(|a| a.get_info().name.to_lowercase().contains(&want))
+            .ok_or_else(|| no_adapter(&format!("WGPU_ADAPTER_NAME={name} matches none of {names:?}")));
+    }
+    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }))
+    .map_err(|e| no_adapter(&e.to_string()))
+}
+
+impl Context {
+    fn install_handlers(&'static self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            // Record instead of panicking (wgpu's default handler panics).
+            self.device.on_uncaptured_error(std::sync::Arc::new(move |e: wgpu::Error| {
+                self.uncaptured.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+            }));
+            self.device.set_device_lost_callback(move |reason, msg| {
+                *self.lost_reason.lock().unwrap_or_else(|p| p.into_inner()) = format!("{reason:?}: {msg}");
+                self.lost.store(true, Ordering::Release);
+            });
+        });
+    }
+
+    /// `Err` if the device was lost or an uncaptured error was recorded since the last check.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.lost.load(Ordering::Acquire) {
+            let why = self.lost_reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            return Err(Error::Gpu(format!("{}: device lost ({why})", self.description)));
+        }
+        let mut errs = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+        if errs.is_empty() {
+            return Ok(());
+        }
+        let msg = errs.join("; ");
+        errs.clear();
+        Err(Error::Gpu(msg))
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes, turning any error
+    /// they catch into `Err(Error::Gpu)` that names `what`.
+    pub(crate) fn scoped<T>(&self, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let e1 = pollster::block_on(val.pop());
+        let e2 = pollster::block_on(oom.pop());
+        if let Some(e) = e1.or(e2) {
+            return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        self.check()?;
+        out
+    }
+
+    /// Checks a buffer size against the device limits before creating it.
+    pub(crate) fn check_size(&self, what: &str, bytes: u64) -> Result<()> {
+        let l = &self.limits;
+        if bytes > l.max_buffer_size {
+            return Err(Error::Gpu(format!(
+                "{what}: {bytes} bytes exceed the adapter's max_buffer_size ({} bytes)",
+                l.max_buffer_size
+            )));
+        }
+        if bytes > l.max_storage_buffer_binding_size {
+            return Err(Error::Gpu(format!(
+                "{what}: {bytes} bytes exceed the adapter's max_storage_buffer_binding_size ({} bytes)",
+                l.max_storage_buffer_binding_size
+            )));
+        }
+        Ok(())
+    }
+}
