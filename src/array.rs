@@ -164,6 +164,7 @@ impl Array {
     /// Evaluates and copies the data out as host bytes in the dtype's layout.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.eval()?;
+        let _guard = crate::lifecycle::WorkGuard::enter()?;
         let buf = crate::eval::ready_buffer(self)?;
         backend_for(buf.device())?.download(&buf, self.dtype(), self.size())
     }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Weak};
 use crate::array::{Array, Node, State};
 use crate::backend::{Buffer, Input, backend_for};
 use crate::error::{Error, Result};
+use crate::lifecycle::WorkGuard;
 use crate::stream::registry;
 
 static PRIMITIVES_RUN: AtomicU64 = AtomicU64::new(0);
@@ -54,6 +55,7 @@ fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
 /// Nodes shared between the arrays, or with another thread's evaluation, run once: a
 /// thread that finds a node running elsewhere waits for it.
 pub fn eval(outputs: &[&Array]) -> Result<()> {
+    let _guard = WorkGuard::enter()?;
     for w in topo_order(outputs) {
         if let Some(node) = w.upgrade() {
             run_node(&node)?;

@@ -1,13 +1,157 @@
 //! Shutdown and process exit.
+//!
+//! # What happens at exit
+//! When `main` returns or calls `std::process::exit` while other threads are inside
+//! lazuli, libc runs exit handlers and then static destructors, while those threads keep
+//! running. GPU drivers hold their own exit-time state (lavapipe's LLVM registers
+//! destructors at the first shader compile; NVIDIA's driver tears down its threads), and
+//! touching a device while that runs crashes the process (see `shared/facts/teardown.md`).
+//!
+//! lazuli registers an exit hook (glibc `on_exit`, else `atexit`) the first time work
+//! runs, and again right after the GPU backend has compiled and run its first kernel, so
+//! the hook runs *before* the driver's own exit-time destructors (handlers run in
+//! reverse order of registration). The hook:
+//! 1. marks the process as exiting: from then on every entry point (building ops on a
+//!    stream, eval, read-back, synchronize) returns [`Error::ShutDown`] without touching
+//!    a device, so no new work starts;
+//! 2. waits, bounded, for work already inside lazuli to leave and for the GPU queue to
+//!    go idle;
+//! 3. returns, and the exit goes on with `main`'s status. Only if the wait times out does
+//!    it end the process at once with `_exit(status)`, keeping the status, rather than
+//!    run destructors under a busy device.
+//!
+//! The device, queue and stream registry live in leaked statics, so nothing lazuli owns
+//! is destroyed under a thread that still holds a handle.
 
-use crate::error::Result;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::stream::registry;
+
+/// Threads currently inside an entry point that may touch a device.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Marks a thread as doing device work; refused once exit has begun. The exit hook
+/// waits for every guard to drop.
+pub(crate) struct WorkGuard(());
+
+impl WorkGuard {
+    pub(crate) fn enter() -> Result<WorkGuard> {
+        static HOOKED: std::sync::Once = std::sync::Once::new();
+        HOOKED.call_once(install_exit_hook);
+        // SeqCst on both sides (here and in `exit_hook`) so that either this thread sees
+        // `exiting`, or the hook sees this thread in `ACTIVE` and waits for it.
+        ACTIVE.fetch_add(1, Ordering::SeqCst);
+        if registry().is_exiting() {
+            ACTIVE.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::ShutDown);
+        }
+        Ok(WorkGuard(()))
+    }
+}
+
+impl Drop for WorkGuard {
+    fn drop(&mut self) {
+        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How long the exit hook waits for work in flight before it gives up and `_exit`s.
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until a backend's device is idle, for at most the given time; true if idle.
+pub type IdleWaiter = fn(Duration) -> bool;
+
+/// Idle waiters of the backends that have started. A plain list behind a mutex: it is
+/// only pushed to at backend start and read by the exit hook.
+static IDLE_WAITERS: Mutex<Vec<IdleWaiter>> = Mutex::new(Vec::new());
+
+fn waiters() -> Vec<IdleWaiter> {
+    IDLE_WAITERS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Called by a backend once it has compiled and run its first kernel: records how to
+/// wait for its device, and registers the exit hook again so that it runs before any
+/// exit-time destructors the driver registered while compiling.
+pub fn backend_ready(idle: IdleWaiter) {
+    IDLE_WAITERS.lock().unwrap_or_else(|e| e.into_inner()).push(idle);
+    install_exit_hook();
+}
+
+fn wait_backends_idle(timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    waiters().into_iter().all(|w| w(deadline.saturating_duration_since(Instant::now())))
+}
+
+/// Registers the exit hook (once per call: glibc runs every registration, and all but
+/// the first return at once).
+pub(crate) fn install_exit_hook() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // glibc's `on_exit` hands the exit status to the handler (the `libc` crate does
+        // not declare it).
+        unsafe extern "C" {
+            fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+        }
+        extern "C" fn hook(status: libc::c_int, _arg: *mut libc::c_void) {
+            exit_hook(status);
+        }
+        // SAFETY: `hook` is a plain function that lives for the whole process.
+        unsafe {
+            on_exit(hook, std::ptr::null_mut());
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        extern "C" fn hook() {
+            exit_hook(0);
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::atexit(hook);
+        }
+    }
+}
+
+static HOOK_RAN: AtomicBool = AtomicBool::new(false);
+
+fn exit_hook(status: i32) {
+    if HOOK_RAN.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    registry().begin_exit();
+    let deadline = Instant::now() + EXIT_WAIT;
+    while ACTIVE.load(Ordering::SeqCst) > 0 {
+        if Instant::now() >= deadline {
+            force_exit(status);
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if !wait_backends_idle(deadline.saturating_duration_since(Instant::now())) {
+        force_exit(status);
+    }
+}
+
+fn force_exit(status: i32) -> ! {
+    // SAFETY: `_exit` ends the process without running further handlers; it is the
+    // documented way out when waiting for the device failed.
+    unsafe { libc::_exit(status) }
+}
+
+/// True once the process has begun to exit (the exit hook ran).
+pub fn is_exiting() -> bool {
+    registry().is_exiting()
+}
 
 /// Closes every stream taken so far: each `Stream` value handed out before this call
 /// becomes stale, and work on it returns [`crate::Error::StreamClosed`] without
-/// touching a device. Waits (bounded) for in-flight async evaluations. New streams
-/// work afterwards.
+/// touching a device. Waits (bounded, 10 s) for in-flight async evaluations and GPU work.
+/// New streams, and [`crate::default_stream`], work afterwards.
 pub fn shutdown() -> Result<()> {
     crate::stream::invalidate_all();
-    crate::stream::registry().wait_idle(None, std::time::Duration::from_secs(10));
-    Ok(())
+    let idle = registry().wait_idle(None, Duration::from_secs(10));
+    let devices_idle = wait_backends_idle(Duration::from_secs(10));
+    if idle && devices_idle { Ok(()) } else { Err(Error::Device("shutdown: work still in flight after 10 s".into())) }
 }

@@ -349,6 +349,7 @@ pub fn current_stream() -> Result<Stream> {
 /// Waits until all work submitted on `s` has finished, including GPU work and
 /// evaluations started with [`crate::async_eval`].
 pub fn synchronize(s: &Stream) -> Result<()> {
+    let _guard = crate::lifecycle::WorkGuard::enter()?;
     let reg = registry();
     reg.check(s)?;
     if !reg.wait_idle(Some(s), std::time::Duration::from_secs(600)) {

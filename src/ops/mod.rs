@@ -16,3 +16,4 @@ pub mod unary;
 pub use shape::{SliceArg, concatenate, split, split_at, stack};
 pub use binary::{Operand, ScalarKind, where_};
 pub use creation::{arange, eye, full, linspace, ones, zeros};
+pub use linalg::outer;

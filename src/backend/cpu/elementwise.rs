@@ -168,7 +168,7 @@ macro_rules! int_impl {
                         _ => 0,
                     };
                 }
-                self.wrapping_pow(o.min(u32::MAX as $t) as u32)
+                self.wrapping_pow(u32::try_from(o).unwrap_or(u32::MAX))
             }
         }
     };

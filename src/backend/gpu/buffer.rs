@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use super::context::{Context, context};
 use crate::backend::DeviceBuffer;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stream::{Device, Stream};
 
 /// Usage of every pooled storage buffer, so any buffer can serve any role.
@@ -159,7 +159,10 @@ pub(crate) fn create_with_data(stream: &Stream, dtype: DType, len: usize, data: 
             usage: STORAGE,
             mapped_at_creation: true,
         });
-        b.slice(..).get_mapped_range_mut()[..data.len()].copy_from_slice(data);
+        {
+            let mut view = b.slice(..).get_mapped_range_mut().map_err(|e| Error::Gpu(format!("upload: {e}")))?;
+            view.slice(..data.len()).copy_from_slice(data);
+        }
         b.unmap();
         Ok(b)
     })?;
@@ -168,7 +171,7 @@ pub(crate) fn create_with_data(stream: &Stream, dtype: DType, len: usize, data: 
 
 /// A small read-only buffer of kernel parameters, fresh per dispatch (see module docs
 /// for why not `write_buffer`).
-pub(crate) fn params(ctx: &Context, words: &[u32]) -> wgpu::Buffer {
+pub(crate) fn params(ctx: &Context, words: &[u32]) -> Result<wgpu::Buffer> {
     let data: &[u32] = if words.is_empty() { &[0] } else { words };
     let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("lazuli params"),
@@ -176,7 +179,10 @@ pub(crate) fn params(ctx: &Context, words: &[u32]) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE,
         mapped_at_creation: true,
     });
-    b.slice(..).get_mapped_range_mut().copy_from_slice(bytemuck::cast_slice(data));
+    b.slice(..)
+        .get_mapped_range_mut()
+        .map_err(|e| Error::Gpu(format!("params: {e}")))?
+        .copy_from_slice(bytemuck::cast_slice(data));
     b.unmap();
-    b
+    Ok(b)
 }

@@ -1,0 +1,78 @@
+// ---- common.wgsl: helpers shared by every kernel family ----
+// Threads per workgroup of the 1-D kernels. Large arrays use a 2-D grid of workgroups
+// (x up to the per-dimension limit, then y), and flat_id rebuilds the element index.
+const WG: u32 = 256u;
+
+fn flat_id(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wid.y * nwg.x + wid.x) * WG + lid;
+}
+
+// Non-finite values are made at run time from bit patterns: constant expressions may not
+// be NaN or infinite in WGSL.
+var<private> NAN_BITS: u32 = 0x7fc00000u;
+var<private> INF_BITS: u32 = 0x7f800000u;
+
+fn f32_nan() -> f32 {
+    return bitcast<f32>(NAN_BITS);
+}
+
+fn f32_inf() -> f32 {
+    return bitcast<f32>(INF_BITS);
+}
+
+// Bit tests, because `x != x` may be folded away by a fast-math compiler.
+fn f32_is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn f32_is_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Rust `as` from f32: truncate toward zero, saturate, NaN to 0.
+fn f32_to_i32(x: f32) -> i32 {
+    if f32_is_nan(x) {
+        return 0;
+    }
+    if x >= 2147483648.0 {
+        return 2147483647;
+    }
+    if x <= -2147483648.0 {
+        return bitcast<i32>(0x80000000u);
+    }
+    return i32(x);
+}
+
+fn f32_to_u32(x: f32) -> u32 {
+    if f32_is_nan(x) || x <= 0.0 {
+        return 0u;
+    }
+    if x >= 4294967296.0 {
+        return 0xffffffffu;
+    }
+    return u32(x);
+}
+
+// True unless x is zero (NaN counts as true, as Rust's `v != 0.0`).
+fn f32_truthy(x: f32) -> bool {
+    return !(x == 0.0);
+}
+
+// Kernel parameters: a small u32 array, fresh per dispatch.
+@group(0) @binding(0) var<storage, read> P: array<u32>;
+
+// Shapes and strides (rank <= 8) of the strided kernels live in P: the output shape at
+// `shape_at`, an input's strides (i32 bits, in elements) at `strides_at`.
+const MAX_RANK: u32 = 8u;
+
+fn strided_offset(flat: u32, rank: u32, shape_at: u32, strides_at: u32) -> i32 {
+    var rem = flat;
+    var off = 0i;
+    for (var k = i32(rank) - 1; k >= 0; k--) {
+        let d = P[shape_at + u32(k)];
+        let i = rem % d;
+        rem = rem / d;
+        off += i32(i) * bitcast<i32>(P[strides_at + u32(k)]);
+    }
+    return off;
+}

@@ -1,0 +1,81 @@
+// ---- elementwise.wgsl: unary, binary, comparisons, select, astype ----
+// P: [0] n, [1] rank, [2] flags (bit k: input k has the output's shape, read it flat),
+//    [3] unused, [4..12] output shape, [12..20] [20..28] [28..36] strides of inputs 0, 1, 2
+//    (broadcast strides: 0 on broadcast axes).
+// OP: the UnaryOp / BinaryOp code (declaration order of the Rust enums).
+// IN_KIND (astype): source dtype 0 bool, 1 u32, 2 i32, 3 f32, 4 f16 (packed two per word).
+override OP: u32 = 0u;
+override IN_KIND: u32 = 3u;
+
+@group(0) @binding(1) var<storage, read> X: array<T>;
+@group(0) @binding(2) var<storage, read> Y: array<T>;
+@group(0) @binding(3) var<storage, read_write> OUT: array<T>;
+@group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
+@group(0) @binding(5) var<storage, read> COND: array<u32>;
+@group(0) @binding(6) var<storage, read> SRC: array<u32>;
+
+fn input_index(i: u32, k: u32) -> u32 {
+    if (P[2] & (1u << k)) != 0u {
+        return i;
+    }
+    return u32(strided_offset(i, P[1], 4u, 12u + 8u * k));
+}
+
+@compute @workgroup_size(256)
+fn unary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+         @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    OUT[i] = unary_t(OP, X[i]);
+}
+
+@compute @workgroup_size(256)
+fn unary_pred(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    OUT_B[i] = select(0u, 1u, unary_pred_t(OP, X[i]));
+}
+
+@compute @workgroup_size(256)
+fn binary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    OUT[i] = binary_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]);
+}
+
+@compute @workgroup_size(256)
+fn compare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    OUT_B[i] = select(0u, 1u, compare_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]));
+}
+
+// where(cond, x, y): inputs 0 = cond, 1 = x, 2 = y.
+@compute @workgroup_size(256)
+fn select_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    let c = COND[input_index(i, 0u)] != 0u;
+    OUT[i] = select(Y[input_index(i, 2u)], X[input_index(i, 1u)], c);
+}
+
+@compute @workgroup_size(256)
+fn astype(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    switch IN_KIND {
+        case 0u: { OUT[i] = t_from_bool(SRC[i] != 0u); }
+        case 1u: { OUT[i] = t_from_u32(SRC[i]); }
+        case 2u: { OUT[i] = t_from_i32(bitcast<i32>(SRC[i])); }
+        case 3u: { OUT[i] = t_from_f32(bitcast<f32>(SRC[i])); }
+        default: {
+            let pair = unpack2x16float(SRC[i >> 1u]);
+            OUT[i] = t_from_f32(pair[i & 1u]);
+        }
+    }
+}

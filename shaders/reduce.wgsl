@@ -1,0 +1,103 @@
+// ---- reduce.wgsl: reductions, arg-reductions, scans ----
+// The input is viewed as [outer, len, inner]; the op runs along `len`.
+// ROP: reduce/scan op 0 sum, 1 prod, 2 max, 3 min; arg-reductions 0 argmax, 1 argmin.
+override ROP: u32 = 0u;
+
+@group(0) @binding(1) var<storage, read> X: array<T>;
+@group(0) @binding(3) var<storage, read_write> OUT: array<T>;
+@group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
+
+// One thread per output (outer, inner); neighbours read neighbouring columns.
+// P: [0] outer * inner, [1] len, [2] inner.
+@compute @workgroup_size(256)
+fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    let len = P[1];
+    let inner = P[2];
+    let base = (i / inner) * len * inner + i % inner;
+    var acc = acc_identity(ROP);
+    for (var a = 0u; a < len; a++) {
+        acc = acc_op(ROP, acc, to_acc(X[base + a * inner]));
+    }
+    OUT[i] = from_acc(acc);
+}
+
+var<workgroup> PART: array<A, 256>;
+
+// One workgroup per contiguous row (inner == 1), for long rows.
+// P: [0] rows, [1] len.
+@compute @workgroup_size(256)
+fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+    let row = wid.y * nwg.x + wid.x;
+    // Every thread of the group reaches the barriers, so bound the row check, not the loop.
+    let live = row < P[0];
+    let len = P[1];
+    var acc = acc_identity(ROP);
+    if live {
+        let base = row * len;
+        for (var a = lid; a < len; a += WG) {
+            acc = acc_op(ROP, acc, to_acc(X[base + a]));
+        }
+    }
+    PART[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if lid < s {
+            PART[lid] = acc_op(ROP, PART[lid], PART[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if live && lid == 0u {
+        OUT[row] = from_acc(PART[0]);
+    }
+}
+
+// Index of the extremum along len, one thread per (outer, inner). Ties keep the first.
+// P: [0] outer * inner, [1] len, [2] inner.
+@compute @workgroup_size(256)
+fn argreduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    let len = P[1];
+    let inner = P[2];
+    let base = (i / inner) * len * inner + i % inner;
+    var best = X[base];
+    var idx = 0u;
+    for (var a = 1u; a < len; a++) {
+        let v = X[base + a * inner];
+        if arg_better(ROP, v, best) {
+            best = v;
+            idx = a;
+        }
+    }
+    OUT_B[i] = idx;
+}
+
+// Inclusive scan, one thread per line (outer, inner); the running value is rounded to T
+// at every step, as a sequential host loop in T does.
+// P: [0] outer * inner, [1] len, [2] inner, [3] reverse.
+@compute @workgroup_size(256)
+fn scan(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P[0] { return; }
+    let len = P[1];
+    let inner = P[2];
+    let base = (i / inner) * len * inner + i % inner;
+    var acc = from_acc(acc_identity(ROP));
+    for (var a = 0u; a < len; a++) {
+        var k = a;
+        if P[3] != 0u { k = len - 1u - a; }
+        let at = base + k * inner;
+        if a == 0u {
+            acc = X[at];
+        } else {
+            acc = from_acc(acc_op(ROP, to_acc(acc), to_acc(X[at])));
+        }
+        OUT[at] = acc;
+    }
+}

@@ -1,0 +1,295 @@
+// ---- types_float.wgsl: helpers for T = f32 or f16 (A = f32). Math runs in f32. ----
+const T_IS_FLOAT: bool = true;
+
+fn to_t(x: f32) -> T {
+    // f32 -> f16 overflow is undefined in WGSL: saturate to infinity explicitly.
+    if T_IS_F16 && abs(x) >= 65520.0 && !f32_is_nan(x) {
+        return T(sign(x) * f32_inf());
+    }
+    return T(x);
+}
+
+fn from_t(x: T) -> f32 {
+    return f32(x);
+}
+
+fn to_acc(x: T) -> A {
+    return f32(x);
+}
+
+fn from_acc(x: A) -> T {
+    return to_t(x);
+}
+
+fn is_nan_t(x: T) -> bool {
+    return f32_is_nan(f32(x));
+}
+
+fn t_from_f32(x: f32) -> T {
+    return to_t(x);
+}
+
+fn t_from_i32(x: i32) -> T {
+    return to_t(f32(x));
+}
+
+fn t_from_u32(x: u32) -> T {
+    return to_t(f32(x));
+}
+
+fn t_from_bool(x: bool) -> T {
+    return T(select(0.0, 1.0, x));
+}
+
+fn t_truthy(x: T) -> bool {
+    return f32_truthy(f32(x));
+}
+
+fn erf_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if a < 0.5 {
+        // Taylor series, 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)).
+        let x2 = x * x;
+        var term = x;
+        var sum = x;
+        for (var n = 1; n < 12; n++) {
+            term = -term * x2 / f32(n);
+            sum += term / f32(2 * n + 1);
+        }
+        return sum * 1.1283791670955126;
+    }
+    if a >= 4.0 {
+        return sign(x);
+    }
+    // erfc(a) = exp(-a^2) * R(a), Numerical Recipes' Chebyshev fit (rel. error < 1.2e-7).
+    let t = 1.0 / (1.0 + 0.5 * a);
+    let y = t * exp(-a * a - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    return sign(x) * (1.0 - y);
+}
+
+fn expm1_f32(x: f32) -> f32 {
+    // Kahan: exact when exp and log are faithful.
+    let u = exp(x);
+    if u == 1.0 {
+        return x;
+    }
+    let um1 = u - 1.0;
+    if um1 == -1.0 {
+        return -1.0;
+    }
+    if f32_is_inf(u) {
+        return u;
+    }
+    return um1 * x / log(u);
+}
+
+fn log_f32(x: f32) -> f32 {
+    // Driver log is undefined at and below zero.
+    if x < 0.0 || f32_is_nan(x) {
+        return f32_nan();
+    }
+    if x == 0.0 {
+        return -f32_inf();
+    }
+    return log(x);
+}
+
+fn log1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    if u == 1.0 {
+        return x;
+    }
+    if f32_is_inf(u) {
+        return u;
+    }
+    return log_f32(u) * x / (u - 1.0);
+}
+
+fn sqrt_f32(x: f32) -> f32 {
+    if x < 0.0 {
+        return f32_nan();
+    }
+    return sqrt(x);
+}
+
+fn unary_f32(op: u32, x: f32) -> f32 {
+    switch op {
+        case 0u: { return -x; }
+        case 1u: { return abs(x); }
+        case 2u: {
+            if f32_is_nan(x) { return x; }
+            return sign(x);
+        }
+        case 3u: { return x * x; }
+        case 4u: { return floor(x); }
+        case 5u: { return ceil(x); }
+        case 6u: { return round(x); }
+        case 7u: { return exp(x); }
+        case 8u: { return expm1_f32(x); }
+        case 9u: { return log_f32(x); }
+        case 10u: { return log1p_f32(x); }
+        case 11u: {
+            let l = log_f32(x);
+            if f32_is_nan(l) || f32_is_inf(l) { return l; }
+            return log2(x);
+        }
+        case 12u: { return sqrt_f32(x); }
+        case 13u: {
+            if x < 0.0 { return f32_nan(); }
+            if x == 0.0 { return f32_inf(); }
+            return 1.0 / sqrt(x);
+        }
+        case 14u: { return 1.0 / x; }
+        case 15u: { return sin(x); }
+        case 16u: { return cos(x); }
+        case 17u: { return tan(x); }
+        case 18u: {
+            if f32_is_nan(x) { return x; }
+            return tanh(clamp(x, -15.0, 15.0));
+        }
+        case 19u: { return 1.0 / (1.0 + exp(-x)); }
+        case 20u: { return erf_f32(x); }
+        case 23u: { return select(0.0, 1.0, x == 0.0); }
+        default: { return x; }
+    }
+}
+
+fn unary_t(op: u32, x: T) -> T {
+    return to_t(unary_f32(op, f32(x)));
+}
+
+// IsNan (21), IsInf (22).
+fn unary_pred_t(op: u32, x: T) -> bool {
+    if op == 21u {
+        return f32_is_nan(f32(x));
+    }
+    return f32_is_inf(f32(x));
+}
+
+fn is_int_f32(y: f32) -> bool {
+    return floor(y) == y && !f32_is_inf(y);
+}
+
+fn pow_f32(x: f32, y: f32) -> f32 {
+    if y == 0.0 || x == 1.0 {
+        return 1.0;
+    }
+    if f32_is_nan(x) || f32_is_nan(y) {
+        return f32_nan();
+    }
+    let ax = abs(x);
+    var r: f32;
+    if ax == 0.0 {
+        r = select(0.0, f32_inf(), y < 0.0);
+    } else if f32_is_inf(ax) {
+        r = select(f32_inf(), 0.0, y < 0.0);
+    } else if f32_is_inf(y) {
+        if ax == 1.0 { return 1.0; }
+        r = select(0.0, f32_inf(), (ax > 1.0) == (y > 0.0));
+    } else {
+        r = exp2(y * log2(ax));
+    }
+    if x < 0.0 || (x == 0.0 && (bitcast<u32>(x) & 0x80000000u) != 0u) {
+        if !is_int_f32(y) {
+            if ax == 0.0 || f32_is_inf(ax) { return r; }
+            return f32_nan();
+        }
+        // Odd integer exponents keep the sign.
+        let half = y * 0.5;
+        if floor(half) != half {
+            return -r;
+        }
+    }
+    return r;
+}
+
+fn rem_f32(a: f32, b: f32) -> f32 {
+    // Sign follows the divisor (NumPy remainder).
+    var r = a - b * trunc(a / b);
+    if f32_is_inf(b) && !f32_is_inf(a) && !f32_is_nan(a) {
+        r = a;
+    }
+    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+        r += b;
+    }
+    return r;
+}
+
+fn max_f32(a: f32, b: f32) -> f32 {
+    if f32_is_nan(a) { return a; }
+    if f32_is_nan(b) { return b; }
+    return select(b, a, a > b);
+}
+
+fn min_f32(a: f32, b: f32) -> f32 {
+    if f32_is_nan(a) { return a; }
+    if f32_is_nan(b) { return b; }
+    return select(b, a, a < b);
+}
+
+fn binary_f32(op: u32, a: f32, b: f32) -> f32 {
+    switch op {
+        case 0u: { return a + b; }
+        case 1u: { return a - b; }
+        case 2u: { return a * b; }
+        case 3u: { return a / b; }
+        case 4u: { return pow_f32(a, b); }
+        case 5u: { return rem_f32(a, b); }
+        case 6u: { return floor(a / b); }
+        case 7u: { return max_f32(a, b); }
+        case 8u: { return min_f32(a, b); }
+        default: { return a; }
+    }
+}
+
+fn binary_t(op: u32, a: T, b: T) -> T {
+    return to_t(binary_f32(op, f32(a), f32(b)));
+}
+
+// Comparison (9..14) and logical (15..17) ops. `!(a == b)` rather than `a != b`: NaN must
+// compare unequal whatever compare opcode the backend picks.
+fn compare_t(op: u32, x: T, y: T) -> bool {
+    let a = f32(x);
+    let b = f32(y);
+    switch op {
+        case 9u: { return a == b; }
+        case 10u: { return !(a == b); }
+        case 11u: { return a < b; }
+        case 12u: { return a <= b; }
+        case 13u: { return a > b; }
+        case 14u: { return a >= b; }
+        case 15u: { return f32_truthy(a) && f32_truthy(b); }
+        case 16u: { return f32_truthy(a) || f32_truthy(b); }
+        default: { return f32_truthy(a) != f32_truthy(b); }
+    }
+}
+
+// Reductions on the accumulator: 0 sum, 1 prod, 2 max, 3 min.
+fn acc_op(op: u32, a: A, b: A) -> A {
+    switch op {
+        case 0u: { return a + b; }
+        case 1u: { return a * b; }
+        case 2u: { return max_f32(a, b); }
+        default: { return min_f32(a, b); }
+    }
+}
+
+fn acc_identity(op: u32) -> A {
+    switch op {
+        case 0u: { return 0.0; }
+        case 1u: { return 1.0; }
+        case 2u: { return -f32_inf(); }
+        default: { return f32_inf(); }
+    }
+}
+
+// Arg-reductions: is `cand` strictly better than `best`? (0 argmax, 1 argmin; NaN wins,
+// the first NaN stays.)
+fn arg_better(op: u32, cand: T, best: T) -> bool {
+    let c = f32(cand);
+    let b = f32(best);
+    if f32_is_nan(b) { return false; }
+    if f32_is_nan(c) { return true; }
+    if op == 0u { return c > b; }
+    return c < b;
+}
