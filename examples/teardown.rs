@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use lazuli::{Array, DType, Device, Error};
+use lazuli::{DType, Device, Error};
 
 struct Opts {
     device: Device,

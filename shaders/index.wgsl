@@ -57,7 +57,7 @@ fn scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         if k < 0 || k >= i32(dst_len) { continue; }
         let d = (o * dst_len + u32(k)) * inner + r;
         if MODE == 1u {
-            OUT[d] = binary_t(0u, OUT[d], UPD[u]);
+            OUT[d] = scatter_add_t(OUT[d], UPD[u]);
         } else {
             OUT[d] = UPD[u];
         }

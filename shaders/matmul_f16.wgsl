@@ -40,10 +40,10 @@ struct Params {
     a_bstride: u32, b_bstride: u32, c_bstride: u32, _pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read> A: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> B: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> C: array<vec4<f16>>;
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> A: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> B: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read_write> C: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read> P: Params;
 
 // As[stage][k][m] (m packed by 4), Bs[stage][k][n] (n packed by 4)
 var<workgroup> As: array<vec4<f32>, 2u * SA>;

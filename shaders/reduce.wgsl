@@ -26,8 +26,10 @@ fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 
 var<workgroup> PART: array<A, 256>;
 
-// One workgroup per contiguous row (inner == 1), for long rows.
-// P: [0] rows, [1] len.
+// One workgroup per segment of a contiguous row (inner == 1), for long rows; output
+// [rows, segments] (the caller reduces the segments in a second pass when there are
+// several). Segments keep each thread's loop short.
+// P: [0] rows * segments, [1] len, [2] segment length, [3] segments.
 @compute @workgroup_size(256)
 fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
@@ -37,8 +39,11 @@ fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let len = P[1];
     var acc = acc_identity(ROP);
     if live {
-        let base = row * len;
-        for (var a = lid; a < len; a += WG) {
+        let r = row / P[3];
+        let start = (row % P[3]) * P[2];
+        let end = min(len, start + P[2]);
+        let base = r * len;
+        for (var a = start + lid; a < end; a += WG) {
             acc = acc_op(ROP, acc, to_acc(X[base + a]));
         }
     }
@@ -77,8 +82,8 @@ fn argreduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     OUT_B[i] = idx;
 }
 
-// Inclusive scan, one thread per line (outer, inner); the running value is rounded to T
-// at every step, as a sequential host loop in T does.
+// Inclusive scan, one thread per line (outer, inner); the running value is kept in A
+// (f32 for f16) and rounded to T only when stored.
 // P: [0] outer * inner, [1] len, [2] inner, [3] reverse.
 @compute @workgroup_size(256)
 fn scan(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -88,16 +93,16 @@ fn scan(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let len = P[1];
     let inner = P[2];
     let base = (i / inner) * len * inner + i % inner;
-    var acc = from_acc(acc_identity(ROP));
+    var acc = acc_identity(ROP);
     for (var a = 0u; a < len; a++) {
         var k = a;
         if P[3] != 0u { k = len - 1u - a; }
         let at = base + k * inner;
         if a == 0u {
-            acc = X[at];
+            acc = to_acc(X[at]);
         } else {
-            acc = from_acc(acc_op(ROP, to_acc(acc), to_acc(X[at])));
+            acc = acc_op(ROP, acc, to_acc(X[at]));
         }
-        OUT[at] = acc;
+        OUT[at] = from_acc(acc);
     }
 }

@@ -41,8 +41,9 @@ fn unary_t(op: u32, x: T) -> T {
     }
 }
 
+// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
 fn unary_pred_t(op: u32, x: T) -> bool {
-    return false;
+    return op == 23u && !t_truthy(x);
 }
 
 fn binary_t(op: u32, a: T, b: T) -> T {
@@ -55,6 +56,10 @@ fn binary_t(op: u32, a: T, b: T) -> T {
         case 5u: { return 0u; }
         default: { return a; }
     }
+}
+
+fn scatter_add_t(a: T, b: T) -> T {
+    return a | b;
 }
 
 fn compare_t(op: u32, a: T, b: T) -> bool {

@@ -99,8 +99,8 @@ fn log1p_f32(x: f32) -> f32 {
     if u == 1.0 {
         return x;
     }
-    if f32_is_inf(u) {
-        return u;
+    if f32_is_inf(u) || f32_is_nan(u) {
+        return log_f32(u);
     }
     return log_f32(u) * x / (u - 1.0);
 }
@@ -117,7 +117,7 @@ fn unary_f32(op: u32, x: f32) -> f32 {
         case 0u: { return -x; }
         case 1u: { return abs(x); }
         case 2u: {
-            if f32_is_nan(x) { return x; }
+            if f32_is_nan(x) || x == 0.0 { return x; }
             return sign(x);
         }
         case 3u: { return x * x; }
@@ -136,7 +136,8 @@ fn unary_f32(op: u32, x: f32) -> f32 {
         case 12u: { return sqrt_f32(x); }
         case 13u: {
             if x < 0.0 { return f32_nan(); }
-            if x == 0.0 { return f32_inf(); }
+            // sqrt(-0) is -0, so rsqrt(-0) is -inf.
+            if x == 0.0 { return 1.0 / x; }
             return 1.0 / sqrt(x);
         }
         case 14u: { return 1.0 / x; }
@@ -147,7 +148,12 @@ fn unary_f32(op: u32, x: f32) -> f32 {
             if f32_is_nan(x) { return x; }
             return tanh(clamp(x, -15.0, 15.0));
         }
-        case 19u: { return 1.0 / (1.0 + exp(-x)); }
+        case 19u: {
+            // Split at 0 so exp never overflows.
+            if x >= 0.0 { return 1.0 / (1.0 + exp(-x)); }
+            let e = exp(x);
+            return e / (1.0 + e);
+        }
         case 20u: { return erf_f32(x); }
         case 23u: { return select(0.0, 1.0, x == 0.0); }
         default: { return x; }
@@ -158,10 +164,13 @@ fn unary_t(op: u32, x: T) -> T {
     return to_t(unary_f32(op, f32(x)));
 }
 
-// IsNan (21), IsInf (22).
+// IsNan (21), IsInf (22), LogicalNot (23) into bool.
 fn unary_pred_t(op: u32, x: T) -> bool {
     if op == 21u {
         return f32_is_nan(f32(x));
+    }
+    if op == 23u {
+        return f32(x) == 0.0;
     }
     return f32_is_inf(f32(x));
 }
@@ -203,12 +212,62 @@ fn pow_f32(x: f32, y: f32) -> f32 {
     return r;
 }
 
+// Exact fmod on the bits (musl's fmodf): integer long division of the significands, so
+// no float rounding (or driver reassociation) can creep in. Subnormals are normalised.
+fn fmod_f32(x: f32, y: f32) -> f32 {
+    let uxi0 = bitcast<u32>(x);
+    var uyi = bitcast<u32>(y);
+    var ex = i32((uxi0 >> 23u) & 0xffu);
+    var ey = i32((uyi >> 23u) & 0xffu);
+    let sx = uxi0 & 0x80000000u;
+    var uxi = uxi0;
+    if (uyi << 1u) == 0u || f32_is_nan(y) || ex == 0xff {
+        return f32_nan();
+    }
+    if (uxi << 1u) <= (uyi << 1u) {
+        if (uxi << 1u) == (uyi << 1u) { return bitcast<f32>(sx); }
+        return x;
+    }
+    if ex == 0 {
+        var i = uxi << 9u;
+        while (i >> 31u) == 0u { ex -= 1; i = i << 1u; }
+        uxi = uxi << u32(-ex + 1);
+    } else {
+        uxi = (uxi & (0xffffffffu >> 9u)) | (1u << 23u);
+    }
+    if ey == 0 {
+        var i = uyi << 9u;
+        while (i >> 31u) == 0u { ey -= 1; i = i << 1u; }
+        uyi = uyi << u32(-ey + 1);
+    } else {
+        uyi = (uyi & (0xffffffffu >> 9u)) | (1u << 23u);
+    }
+    while ex > ey {
+        let i = uxi - uyi;
+        if (i >> 31u) == 0u {
+            if i == 0u { return bitcast<f32>(sx); }
+            uxi = i;
+        }
+        uxi = uxi << 1u;
+        ex -= 1;
+    }
+    let i = uxi - uyi;
+    if (i >> 31u) == 0u {
+        if i == 0u { return bitcast<f32>(sx); }
+        uxi = i;
+    }
+    while (uxi >> 23u) == 0u { uxi = uxi << 1u; ex -= 1; }
+    if ex > 0 {
+        uxi = (uxi - (1u << 23u)) | (u32(ex) << 23u);
+    } else {
+        uxi = uxi >> u32(-ex + 1);
+    }
+    return bitcast<f32>(uxi | sx);
+}
+
 fn rem_f32(a: f32, b: f32) -> f32 {
     // Sign follows the divisor (NumPy remainder).
-    var r = a - b * trunc(a / b);
-    if f32_is_inf(b) && !f32_is_inf(a) && !f32_is_nan(a) {
-        r = a;
-    }
+    var r = fmod_f32(a, b);
     if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
         r += b;
     }
@@ -262,6 +321,11 @@ fn compare_t(op: u32, x: T, y: T) -> bool {
         case 16u: { return f32_truthy(a) || f32_truthy(b); }
         default: { return f32_truthy(a) != f32_truthy(b); }
     }
+}
+
+// Scatter-add: the host adds in f64 and rounds once, as one f32 add then rounding does.
+fn scatter_add_t(a: T, b: T) -> T {
+    return to_t(f32(a) + f32(b));
 }
 
 // Reductions on the accumulator: 0 sum, 1 prod, 2 max, 3 min.

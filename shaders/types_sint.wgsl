@@ -45,8 +45,9 @@ fn unary_t(op: u32, x: T) -> T {
     }
 }
 
+// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
 fn unary_pred_t(op: u32, x: T) -> bool {
-    return false;
+    return op == 23u && !t_truthy(x);
 }
 
 // Wrapping power by squaring; negative exponents give 0 except for bases 1 and -1.
@@ -73,11 +74,6 @@ fn binary_t(op: u32, a: T, b: T) -> T {
         case 0u: { return a + b; }
         case 1u: { return a - b; }
         case 2u: { return a * b; }
-        case 3u: {
-            if b == 0 { return 0; }
-            if b == -1 { return -a; }
-            return a / b;
-        }
         case 4u: { return pow_i32(a, b); }
         case 5u: {
             if b == 0 || b == -1 { return 0; }
@@ -85,7 +81,7 @@ fn binary_t(op: u32, a: T, b: T) -> T {
             if r != 0 && ((r < 0) != (b < 0)) { r += b; }
             return r;
         }
-        case 6u: {
+        case 3u, 6u: {
             if b == 0 { return 0; }
             if b == -1 { return -a; }
             var q = a / b;
@@ -96,6 +92,14 @@ fn binary_t(op: u32, a: T, b: T) -> T {
         case 8u: { return min(a, b); }
         default: { return a; }
     }
+}
+
+// Scatter-add saturates: the host adds in f64 and casts back with `as`.
+fn scatter_add_t(a: T, b: T) -> T {
+    let s = a + b;
+    if a > 0 && b > 0 && s < 0 { return 2147483647; }
+    if a < 0 && b < 0 && s >= 0 { return I32_MIN; }
+    return s;
 }
 
 fn compare_t(op: u32, a: T, b: T) -> bool {

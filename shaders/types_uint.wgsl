@@ -43,8 +43,9 @@ fn unary_t(op: u32, x: T) -> T {
     }
 }
 
+// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
 fn unary_pred_t(op: u32, x: T) -> bool {
-    return false;
+    return op == 23u && !t_truthy(x);
 }
 
 fn pow_u32(a: u32, b: u32) -> u32 {
@@ -78,6 +79,13 @@ fn binary_t(op: u32, a: T, b: T) -> T {
         case 8u: { return min(a, b); }
         default: { return a; }
     }
+}
+
+// Scatter-add saturates: the host adds in f64 and casts back with `as`.
+fn scatter_add_t(a: T, b: T) -> T {
+    let s = a + b;
+    if s < a { return 0xffffffffu; }
+    return s;
 }
 
 fn compare_t(op: u32, a: T, b: T) -> bool {

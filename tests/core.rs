@@ -22,7 +22,6 @@ fn nothing_runs_before_eval_and_shared_nodes_run_once() {
 
 #[test]
 fn shared_node_runs_once_counted() {
-    let _lock = serial();
     // `primitives_run` is process-wide: every test here holds `serial()`, so it counts
     // only this graph.
     let _lock = serial();

@@ -20,20 +20,14 @@ fn translate(name: &str, src: &str) {
         let pipeline = naga::back::spv::PipelineOptions { shader_stage: ep.stage, entry_point: ep.name.clone() };
         naga::back::spv::write_vec(&module, &info, &Default::default(), Some(&pipeline))
             .unwrap_or_else(|e| panic!("{name}/{}: spir-v: {e}", ep.name));
-        let msl_pipeline = naga::back::msl::PipelineOptions {
-            entry_point: Some((ep.stage, ep.name.clone())),
-            ..Default::default()
-        };
+        let msl_pipeline =
+            naga::back::msl::PipelineOptions { entry_point: Some((ep.stage, ep.name.clone())), ..Default::default() };
         naga::back::msl::write_string(&module, &info, &Default::default(), &msl_pipeline)
             .unwrap_or_else(|e| panic!("{name}/{}: msl: {e}", ep.name));
-        let hlsl_opts = naga::back::hlsl::Options {
-            shader_model: naga::back::hlsl::ShaderModel::V6_2,
-            ..Default::default()
-        };
+        let hlsl_opts =
+            naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_2, ..Default::default() };
         let mut out = String::new();
-        let hlsl_pipeline = naga::back::hlsl::PipelineOptions {
-            entry_point: Some((ep.stage, ep.name.clone())),
-        };
+        let hlsl_pipeline = naga::back::hlsl::PipelineOptions { entry_point: Some((ep.stage, ep.name.clone())) };
         naga::back::hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl_pipeline)
             .write(&module, &info, None)
             .unwrap_or_else(|e| panic!("{name}/{}: hlsl: {e}", ep.name));

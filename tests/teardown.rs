@@ -11,7 +11,12 @@ fn example() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().join("examples");
     let path = dir.join(format!("teardown{}", std::env::consts::EXE_SUFFIX));
-    assert!(path.exists(), "{} is missing: `cargo test` builds examples; run it from cargo", path.display());
+    if !path.exists() {
+        // `cargo test` builds examples, but `cargo test --test teardown` does not.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo).args(["build", "--example", "teardown"]).status().is_ok_and(|s| s.success());
+        assert!(ok && path.exists(), "could not build {}", path.display());
+    }
     path
 }
 
@@ -27,10 +32,11 @@ struct Variant {
 }
 
 fn variant(device: &str, extra: &[&str], threads: usize, sleep_ms: u64, status: i32) -> Variant {
-    let mut args: Vec<String> = ["--device", device, "--threads", &threads.to_string(), "--sleep-ms", &sleep_ms.to_string()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> =
+        ["--device", device, "--threads", &threads.to_string(), "--sleep-ms", &sleep_ms.to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
     if status != 0 {
         args.extend(["--exit-code".to_string(), status.to_string()]);
@@ -52,7 +58,8 @@ fn check(v: &Variant) {
     let unexpected: Vec<&str> = stderr.lines().filter(|l| !harmless(l)).collect();
     assert!(unexpected.is_empty(), "unexpected stderr: {ctx}");
     let lines: Vec<&str> = stdout.lines().collect();
-    let exit_at = lines.iter().position(|l| *l == "Main thread exiting.").unwrap_or_else(|| panic!("no exit line: {ctx}"));
+    let exit_at =
+        lines.iter().position(|l| *l == "Main thread exiting.").unwrap_or_else(|| panic!("no exit line: {ctx}"));
     // A step already running when main printed may still finish; no new one may start.
     let late = lines[exit_at..].iter().filter(|l| l.starts_with("Step")).count();
     assert!(late <= v.threads, "{late} Step lines after exit began: {ctx}");

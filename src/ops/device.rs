@@ -21,3 +21,28 @@ impl Array {
         with_stream(stream, || Array::from_op(Primitive::Copy, vec![self.clone()], shape, dtype))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::stream::{DeviceKind, new_stream};
+    use crate::{Array, Device};
+
+    #[test]
+    fn copies_to_devices_and_streams() {
+        let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let b = a.to_device(Device::cpu()).unwrap();
+        assert_eq!(b.device(), Device::cpu());
+        assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        let s = new_stream(Device::cpu()).unwrap();
+        let c = a.to_stream(&s).unwrap();
+        assert_eq!(c.stream(), s);
+        assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        // Work built inside a scope on `s` stays on `s`.
+        let d = crate::with_stream(&s, || a.to_device(Device::cpu())).unwrap();
+        assert_eq!(d.stream(), s);
+        // A device with no backend is an error, not a panic.
+        assert!(a.to_device(Device { kind: DeviceKind::Custom(999), index: 0 }).is_err());
+        crate::close_stream(&s).unwrap();
+        assert!(a.to_stream(&s).is_err());
+    }
+}

@@ -13,7 +13,7 @@ pub mod shape;
 pub mod unary;
 
 // Free functions re-exported at the crate root (methods live on `Array`).
-pub use shape::{SliceArg, concatenate, split, split_at, stack};
 pub use binary::{Operand, ScalarKind, where_};
 pub use creation::{arange, eye, full, linspace, ones, zeros};
 pub use linalg::outer;
+pub use shape::{SliceArg, concatenate, split, split_at, stack};

@@ -130,7 +130,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
     let cdt = compute_dtype(dtype);
     let width = high - low;
     let width_ok = if cdt == DType::F32 { (width as f32).is_finite() } else { width.is_finite() };
-    if !(low < high) || !width_ok {
+    if low.partial_cmp(&high) != Some(std::cmp::Ordering::Less) || !width_ok {
         return Err(Error::invalid("random.uniform", format!("needs finite low < high, got [{low}, {high})")));
     }
     let u = binary_scalar(BinaryOp::Mul, &top24(&bits(key, shape)?, cdt)?, INV_2_24)?;

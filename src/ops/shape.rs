@@ -174,7 +174,7 @@ impl Array {
         }
         let known = numel(&out);
         if let Some(i) = infer {
-            if known == 0 || self.size() % known != 0 {
+            if known == 0 || !self.size().is_multiple_of(known) {
                 return Err(Error::shape(
                     "reshape",
                     format!("cannot infer -1: {:?} ({} elements) into {shape:?}", self.shape(), self.size()),
@@ -487,7 +487,7 @@ pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
 pub fn split(a: &Array, sections: usize, axis: isize) -> Result<Vec<Array>> {
     let ax = normalize_axis("split", axis, a.ndim())?;
     let n = a.shape()[ax];
-    if sections == 0 || n % sections != 0 {
+    if sections == 0 || !n.is_multiple_of(sections) {
         return Err(Error::shape(
             "split",
             format!("axis {axis} of shape {:?} does not split into {sections} equal parts", a.shape()),
@@ -514,4 +514,23 @@ pub fn split_at(a: &Array, indices: &[usize], axis: isize) -> Result<Vec<Array>>
         out.push(a.slice(&args)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_of_views_fold_into_one_node() {
+        let v: Vec<i32> = (0..24).collect();
+        let a = Array::from_slice(&v, &[2, 3, 4]).unwrap();
+        let c = a.transpose(&[]).unwrap().slice(&[(1..).into()]).unwrap().flip(&[0]).unwrap();
+        match &*c.0.lock() {
+            State::Pending { op: Primitive::AsStrided { .. }, inputs } => assert_eq!(inputs[0].ptr(), a.ptr()),
+            _ => panic!("expected one as_strided node on the source"),
+        }
+        // Undoing a view gives the source itself.
+        assert_eq!(a.transpose(&[]).unwrap().transpose(&[]).unwrap().ptr(), a.ptr());
+        assert_eq!(a.flip(&[1]).unwrap().flip(&[1]).unwrap().ptr(), a.ptr());
+    }
 }

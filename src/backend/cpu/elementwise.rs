@@ -164,7 +164,13 @@ macro_rules! int_impl {
                     // NumPy refuses; we pick the value the limit suggests instead of trapping.
                     return match self {
                         1 => 1,
-                        -1 => if o % 2 == 0 { 1 } else { -1 },
+                        -1 => {
+                            if o % 2 == 0 {
+                                1
+                            } else {
+                                -1
+                            }
+                        }
                         _ => 0,
                     };
                 }
@@ -265,7 +271,14 @@ fn compare<T: CpuElem>(op: BinaryOp, a: &[T], sa: &[usize], b: &[T], sb: &[usize
     })
 }
 
-fn binary_float<F: Float>(op: BinaryOp, a: &[F], sa: &[usize], b: &[F], sb: &[usize], out: &[usize]) -> Result<CpuData> {
+fn binary_float<F: Float>(
+    op: BinaryOp,
+    a: &[F],
+    sa: &[usize],
+    b: &[F],
+    sb: &[usize],
+    out: &[usize],
+) -> Result<CpuData> {
     use BinaryOp::*;
     if let Some(r) = compare(op, a, sa, b, sb, out) {
         return Ok(CpuData::Bool(r));
@@ -345,7 +358,15 @@ pub(super) fn binary(
     }
 }
 
-fn select_typed<T: CpuElem + Sync>(c: &[bool], sc: &[usize], a: &[T], sa: &[usize], b: &[T], sb: &[usize], out: &[usize]) -> Vec<T> {
+fn select_typed<T: CpuElem + Sync>(
+    c: &[bool],
+    sc: &[usize],
+    a: &[T],
+    sa: &[usize],
+    b: &[T],
+    sb: &[usize],
+    out: &[usize],
+) -> Vec<T> {
     let (tc, ta, tb) = (broadcast_strides(sc, out), broadcast_strides(sa, out), broadcast_strides(sb, out));
     StridedIter::new(out, &tc, 0)
         .zip(StridedIter::new(out, &ta, 0))

@@ -44,7 +44,9 @@ impl GpuBuffer {
         wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: self.raw(),
             offset: 0,
-            size: wgpu::BufferSize::new(align4(self.bytes)),
+            // 16-byte multiples, so vec4 views (the tuned matmul) validate; the pool's
+            // buckets are 16-byte multiples, so this never passes the buffer's end.
+            size: wgpu::BufferSize::new(align16(self.bytes).min(self.raw().size())),
         })
     }
 }
@@ -84,10 +86,14 @@ pub(crate) fn align4(n: u64) -> u64 {
     n.max(4).div_ceil(4) * 4
 }
 
+fn align16(n: u64) -> u64 {
+    n.max(16).div_ceil(16) * 16
+}
+
 /// Bucket size for a request: powers of two up to 1 MiB, then multiples of 1 MiB (so
 /// large arrays waste little), never above what the device allows.
 fn bucket(bytes: u64, ctx: &Context) -> u64 {
-    let b = align4(bytes);
+    let b = align16(bytes);
     let rounded = if b <= 1 << 20 { b.next_power_of_two().max(256) } else { b.div_ceil(1 << 20) << 20 };
     let cap = ctx.limits.max_buffer_size.min(ctx.limits.max_storage_buffer_binding_size);
     if rounded > cap { b } else { rounded }

@@ -20,6 +20,7 @@ pub(crate) struct Context {
     pub(crate) has_f16: bool,
     /// Adapter name and backend, for messages.
     pub(crate) description: String,
+    pub(crate) info: wgpu::AdapterInfo,
     /// Errors no error scope caught (the uncaptured-error handler records them).
     uncaptured: Mutex<Vec<String>>,
     /// Set by the device-lost callback; every later call fails.
@@ -80,6 +81,7 @@ fn init() -> std::result::Result<Context, String> {
         queue,
         has_f16: features.contains(wgpu::Features::SHADER_F16),
         description: format!("{} ({:?})", info.name, info.backend),
+        info,
         limits,
         uncaptured: Mutex::new(Vec::new()),
         lost: AtomicBool::new(false),

@@ -1,11 +1,196 @@
-//! The wgpu GPU backend.
+//! The wgpu GPU backend (Vulkan, Metal, DX12).
+//!
+//! Layout: [`context`](self) holds the leaked wgpu device and queue; buffers come from a
+//! size-bucketed pool; pipelines are compiled once and cached; dispatches are batched
+//! into command encoders with a bound on submissions in flight; read-backs wait with a
+//! timeout. Kernels live in `shaders/`, one WGSL file per family, specialised per dtype
+//! by [`shader_source`].
+//!
+//! # Dtypes
+//! - `F32`, `I32`, `U32` run natively; `Bool` is stored as `u32` 0/1 on the device and
+//!   converted at upload and download (the host layout is one byte per bool).
+//! - `F16` runs where the adapter offers `SHADER_F16` (math runs in f32, results are
+//!   rounded to f16; reductions accumulate in f32).
+//! - `BF16`, `F64`, `I64`, and `F16` on adapters without `SHADER_F16`, return
+//!   [`Error::Unsupported`]: convert with `astype(DType::F32)` first, or use the CPU.
+//!
+//! Arrays may have any size the adapter's buffer limits allow (larger is an `Err` naming
+//! the limit); strided kernels take rank up to 8 after merging axes.
 
-use std::sync::Arc;
+mod buffer;
+mod context;
+mod copy;
+mod elementwise;
+mod encoder;
+mod fill;
+mod index;
+mod matmul;
+mod pipeline;
+mod random;
+mod readback;
+mod reduce;
+mod shader;
 
-use crate::backend::Backend;
+use std::sync::{Arc, OnceLock};
+
+pub use buffer::GpuBuffer;
+pub use shader::{Kernel, shader_source, shader_variants};
+
+use crate::backend::{Backend, Buffer, Input};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::primitive::{Meta, Primitive};
+use crate::shape::numel;
+use crate::stream::Stream;
 
-/// The GPU backend for adapter `index`.
+/// The GPU backend for adapter `index`. Only `gpu(0)` exists; the device is set up on
+/// the first call (later calls reuse it, or repeat the first failure).
 pub fn backend(index: u32) -> Result<Arc<dyn Backend>> {
-    Err(Error::Device(format!("gpu({index}): the GPU backend is not available in this build")))
+    if index != 0 {
+        return Err(Error::Device(format!("gpu({index}): only gpu(0) is supported (one adapter per process)")));
+    }
+    context::context()?;
+    static B: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+    Ok(B.get_or_init(|| Arc::new(GpuBackend)).clone())
+}
+
+/// One line about the adapter `gpu(0)` uses: name, backend, type, driver, f16 support.
+/// `Err` when there is none (the same error `Device::gpu(0)` gives).
+pub fn adapter_summary() -> Result<String> {
+    let c = context::context()?;
+    let i = &c.info;
+    Ok(format!(
+        "{} ({:?}, {:?}, driver {} {}){}",
+        i.name,
+        i.backend,
+        i.device_type,
+        i.driver,
+        i.driver_info,
+        if c.has_f16 { ", f16" } else { "" }
+    ))
+}
+
+/// True when `gpu(0)` is a software rasteriser (lavapipe, WARP...): slow, for tests.
+/// False when there is no adapter.
+pub fn is_software_adapter() -> bool {
+    context::context().is_ok_and(|c| c.info.device_type == wgpu::DeviceType::Cpu)
+}
+
+/// The wgpu backend. All state is in leaked statics (see `context`).
+pub struct GpuBackend;
+
+pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
+    Error::Unsupported { backend: "gpu".into(), msg: msg.into() }
+}
+
+/// `Err(Unsupported)` for dtypes the GPU never runs.
+fn check_dtype(op: &str, dtype: DType) -> Result<()> {
+    match dtype {
+        DType::Bool | DType::U32 | DType::I32 | DType::F32 | DType::F16 => Ok(()),
+        other => Err(unsupported(format!(
+            "{op}: {other} is not supported on the GPU; convert with astype(DType::F32) (or an \
+             int32/uint32 type) first, or run on the CPU device"
+        ))),
+    }
+}
+
+fn gpu_buf(b: &Buffer) -> Result<&GpuBuffer> {
+    b.as_any()
+        .downcast_ref::<GpuBuffer>()
+        .ok_or_else(|| Error::Device("gpu backend was handed a buffer of another device".into()))
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &str {
+        "gpu"
+    }
+
+    fn allocate(&self, stream: &Stream, dtype: DType, len: usize) -> Result<Buffer> {
+        check_dtype("allocate", dtype)?;
+        Ok(Arc::new(fill::zeros(stream, dtype, len)?))
+    }
+
+    fn upload(&self, stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
+        check_dtype("upload", dtype)?;
+        if dtype == DType::F16 && !context::context()?.has_f16 {
+            return Err(unsupported("float16 needs an adapter with SHADER_F16; convert with astype(DType::F32) first"));
+        }
+        Ok(Arc::new(readback::upload(stream, dtype, bytes)?))
+    }
+
+    fn download(&self, buffer: &Buffer, dtype: DType, len: usize) -> Result<Vec<u8>> {
+        readback::download(gpu_buf(buffer)?, dtype, len)
+    }
+
+    fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<Buffer> {
+        let ctx = context::context()?;
+        ctx.check()?;
+        let name = op.name();
+        check_dtype(name, out.dtype)?;
+        for i in inputs {
+            check_dtype(name, i.meta.dtype)?;
+        }
+        let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|i| i.meta.shape.as_slice()).collect();
+        let n = numel(&out.shape);
+        let s = stream;
+        let result = match op {
+            Primitive::Reshape | Primitive::Copy => return Ok(inputs[0].buffer.clone()),
+            Primitive::Full { value } => fill::full(s, out.dtype, n, *value)?,
+            Primitive::Arange { start, step } => fill::arange(s, out.dtype, n, *start, *step)?,
+            Primitive::RandomBits => random::random_bits(s, ins[0], n)?,
+            Primitive::Unary(u) => elementwise::unary(s, *u, ins[0], out.dtype, n)?,
+            Primitive::Binary(b) => elementwise::binary(s, *b, &ins, &shapes, out)?,
+            Primitive::Select => elementwise::select(s, &ins, &shapes, out)?,
+            Primitive::AsType => elementwise::astype(s, ins[0], out.dtype, n)?,
+            Primitive::AsStrided { strides, offset } => copy::as_strided(s, ins[0], &out.shape, strides, *offset)?,
+            Primitive::Concatenate { axis } => copy::concatenate(s, &ins, &shapes, *axis, out)?,
+            Primitive::Reduce { op, axes } => reduce::reduce(s, *op, ins[0], shapes[0], axes)?,
+            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(s, *op, ins[0], shapes[0], *axis)?,
+            Primitive::Scan { op, axis, reverse } => reduce::scan(s, *op, ins[0], shapes[0], *axis, *reverse)?,
+            Primitive::Gather { axis } => index::gather(s, &ins, &shapes, *axis, out)?,
+            Primitive::Scatter { axis, mode } => index::scatter(s, &ins, &shapes, *axis, *mode)?,
+            Primitive::Matmul => matmul::matmul(s, &ins, &shapes, out)?,
+            #[allow(unreachable_patterns)]
+            other => return Err(unsupported(format!("no kernel for {}", other.name()))),
+        };
+        announce_ready()?;
+        Ok(Arc::new(result))
+    }
+
+    fn synchronize(&self, _stream: &Stream) -> Result<()> {
+        // One queue serves every stream: waiting for all of it covers this one.
+        encoder::synchronize()
+    }
+}
+
+/// After the first kernel has been compiled and has finished, tells the lifecycle layer
+/// how to wait for this device, which (re-)registers the exit hook: lavapipe's LLVM
+/// registers its exit-time destructors at the first shader compile, and exit handlers
+/// run in reverse order, so only a hook registered after that runs before them
+/// (shared/facts/teardown.md).
+fn announce_ready() -> Result<()> {
+    static READY: std::sync::Once = std::sync::Once::new();
+    if !READY.is_completed() {
+        encoder::synchronize()?;
+        READY.call_once(|| crate::lifecycle::backend_ready(encoder::wait_idle));
+    }
+    Ok(())
+}
+
+/// `[outer, len, inner]` view of `shape` around `axis`.
+pub(crate) fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (numel(&shape[..axis]), shape[axis], numel(&shape[axis + 1..]))
+}
+
+/// A `u32` parameter, or an `Err` if the value does not fit.
+pub(crate) fn u32_param(what: &str, v: usize) -> Result<u32> {
+    u32::try_from(v).map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))
+}
+
+/// An `i32` parameter (as its bits), or an `Err` if the value does not fit.
+pub(crate) fn i32_param(what: &str, v: isize) -> Result<u32> {
+    i32::try_from(v)
+        .map(|x| x as u32)
+        .map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))
 }

@@ -26,13 +26,60 @@ pub enum Kernel {
     Index,
     /// Threefry-2x32 random bits (`U32` only).
     Random,
-    /// A simple tiled matmul with batch broadcasting (float dtypes only).
+    /// A simple tiled matmul with batch broadcasting (float dtypes only), for batch
+    /// layouts the tuned kernel does not take.
     MatmulSimple,
+    /// The tuned matmul (`matmul.wgsl`, `matmul_f16.wgsl`) with one tile configuration.
+    Matmul(TileConfig),
+}
+
+/// Tile configuration of the tuned matmul: a `BM x BN` output tile per workgroup, `BK`
+/// deep, `TM x TN` outputs per thread, workgroups regrouped `GROUP_M` tile-rows at a time
+/// for L2 reuse. See the header of `shaders/matmul.wgsl` for the constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub struct TileConfig {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+    pub group_m: u32,
+}
+
+impl TileConfig {
+    /// The configurations the backend picks from, largest tile first. Measured on an H200
+    /// (shaders/matmul.wgsl header, BENCHMARKS.md): the first is fastest from n = 2048 up,
+    /// the third at n = 1024; the last fits any adapter (8 KiB of workgroup memory).
+    pub const TABLE: [TileConfig; 4] = [
+        TileConfig { bm: 128, bn: 256, bk: 8, tm: 8, tn: 8, group_m: 8 },
+        TileConfig { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, group_m: 8 },
+        TileConfig { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8, group_m: 8 },
+        TileConfig { bm: 64, bn: 64, bk: 8, tm: 4, tn: 4, group_m: 8 },
+    ];
+
+    /// Threads per workgroup.
+    pub fn threads(self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Workgroup memory in bytes (double-buffered f32 tiles).
+    pub fn workgroup_bytes(self) -> u32 {
+        2 * self.bk * (self.bm + self.bn) * 4
+    }
+
+    fn tunables(self) -> String {
+        format!(
+            "const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst BK: u32 = {}u;\nconst TM: u32 = {}u;\n\
+             const TN: u32 = {}u;\nconst GROUP_M: u32 = {}u;\n",
+            self.bm, self.bn, self.bk, self.tm, self.tn, self.group_m
+        )
+    }
 }
 
 impl Kernel {
     /// Every kernel family.
-    pub const ALL: [Kernel; 7] = [
+    pub const ALL: [Kernel; 8] = [
         Kernel::Fill,
         Kernel::Elementwise,
         Kernel::Reduce,
@@ -40,6 +87,7 @@ impl Kernel {
         Kernel::Index,
         Kernel::Random,
         Kernel::MatmulSimple,
+        Kernel::Matmul(TileConfig::TABLE[0]),
     ];
 
     /// The family's WGSL file name.
@@ -52,6 +100,7 @@ impl Kernel {
             Kernel::Index => "index.wgsl",
             Kernel::Random => "random.wgsl",
             Kernel::MatmulSimple => "matmul_simple.wgsl",
+            Kernel::Matmul(_) => "matmul.wgsl",
         }
     }
 
@@ -64,6 +113,7 @@ impl Kernel {
             Kernel::Index => include_str!("../../../shaders/index.wgsl"),
             Kernel::Random => include_str!("../../../shaders/random.wgsl"),
             Kernel::MatmulSimple => include_str!("../../../shaders/matmul_simple.wgsl"),
+            Kernel::Matmul(_) => MATMUL_F32,
         }
     }
 
@@ -72,7 +122,7 @@ impl Kernel {
         const ALL: &[DType] = &[DType::Bool, DType::U32, DType::I32, DType::F16, DType::F32];
         match self {
             Kernel::Random => &[DType::U32],
-            Kernel::MatmulSimple => &[DType::F16, DType::F32],
+            Kernel::MatmulSimple | Kernel::Matmul(_) => &[DType::F16, DType::F32],
             _ => ALL,
         }
     }
@@ -87,7 +137,22 @@ const TYPES_BOOL: &str = include_str!("../../../shaders/types_bool.wgsl");
 /// Every `(kernel, dtype)` pair the backend can build, f16 included (whether the
 /// adapter supports f16 is checked when a kernel is built, not here).
 pub fn shader_variants() -> Vec<(Kernel, DType)> {
-    Kernel::ALL.iter().flat_map(|&k| k.dtypes().iter().map(move |&d| (k, d))).collect()
+    let tuned = TileConfig::TABLE.iter().map(|&c| Kernel::Matmul(c));
+    Kernel::ALL.iter().copied().chain(tuned.skip(1)).flat_map(|k| k.dtypes().iter().map(move |&d| (k, d))).collect()
+}
+
+const MATMUL_F32: &str = include_str!("../../../shaders/matmul.wgsl");
+const MATMUL_F16: &str = include_str!("../../../shaders/matmul_f16.wgsl");
+
+/// The tuned matmul is self-contained (no dtype prelude); its tunables are whole `const`
+/// lines between markers, replaced as text so tile arrays and loops stay constant.
+fn tuned_matmul_source(cfg: TileConfig, dtype: DType) -> String {
+    let body = if dtype == DType::F16 { MATMUL_F16 } else { MATMUL_F32 };
+    let (begin, end) = ("// @tunables-begin\n", "// @tunables-end");
+    match (body.find(begin), body.find(end)) {
+        (Some(b), Some(e)) => format!("{}{}{}{}", &body[..b], begin, cfg.tunables(), &body[e..]),
+        _ => body.to_string(),
+    }
 }
 
 /// The WGSL source of `kernel` specialised for `dtype`. `Err(Error::Unsupported)` for a
@@ -99,12 +164,26 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
             msg: format!("{} has no {dtype} kernel; convert with astype(DType::F32) or use the CPU", kernel.file()),
         });
     }
+    if let Kernel::Matmul(cfg) = kernel {
+        return Ok(tuned_matmul_source(cfg, dtype));
+    }
     let (header, types) = match dtype {
-        DType::F32 => ("alias T = f32;\nalias A = f32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_FLOAT),
-        DType::F16 => ("enable f16;\nalias T = f16;\nalias A = f32;\nconst T_IS_F16 = true;\nconst T_IS_BOOL = false;\n", TYPES_FLOAT),
-        DType::I32 => ("alias T = i32;\nalias A = i32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_SINT),
-        DType::U32 => ("alias T = u32;\nalias A = u32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_UINT),
-        DType::Bool => ("alias T = u32;\nalias A = u32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = true;\n", TYPES_BOOL),
+        DType::F32 => {
+            ("alias T = f32;\nalias A = f32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_FLOAT)
+        }
+        DType::F16 => (
+            "enable f16;\nalias T = f16;\nalias A = f32;\nconst T_IS_F16 = true;\nconst T_IS_BOOL = false;\n",
+            TYPES_FLOAT,
+        ),
+        DType::I32 => {
+            ("alias T = i32;\nalias A = i32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_SINT)
+        }
+        DType::U32 => {
+            ("alias T = u32;\nalias A = u32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n", TYPES_UINT)
+        }
+        DType::Bool => {
+            ("alias T = u32;\nalias A = u32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = true;\n", TYPES_BOOL)
+        }
         _ => unreachable!("checked above"),
     };
     let mut s = String::with_capacity(header.len() + COMMON.len() + types.len() + 8192);

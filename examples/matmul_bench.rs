@@ -1,0 +1,94 @@
+//! Matmul throughput table for one device, with a correctness check on every size.
+//!
+//! ```text
+//! cargo run --release --example matmul_bench -- [--device cpu|gpu] [--sizes 1024,2048,4096]
+//!     [--dtypes f32,f16] [--iters N]
+//! ```
+//! For each size and dtype: GFLOP/s (2·n³ per matmul) over `--iters` matmuls queued
+//! together and synchronized once, inputs resident on the device; then the first rows of
+//! the result against the CPU (f64-accumulated reference), max relative error printed.
+
+use std::time::Instant;
+
+use lazuli::{Array, DType, Device};
+
+struct Opts {
+    device: Device,
+    sizes: Vec<usize>,
+    dtypes: Vec<DType>,
+    iters: usize,
+}
+
+fn parse() -> Result<Opts, String> {
+    let mut o = Opts { device: Device::gpu(0), sizes: vec![256, 512, 1024, 2048], dtypes: vec![DType::F32], iters: 10 };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let v = args.next().ok_or(format!("{a} needs a value"))?;
+        match a.as_str() {
+            "--device" => o.device = if v == "cpu" { Device::cpu() } else { Device::gpu(0) },
+            "--sizes" => {
+                o.sizes =
+                    v.split(',').map(|s| s.parse().map_err(|e| format!("--sizes: {e}"))).collect::<Result<_, _>>()?
+            }
+            "--iters" => o.iters = v.parse().map_err(|e| format!("--iters: {e}"))?,
+            "--dtypes" => {
+                o.dtypes = v
+                    .split(',')
+                    .map(|d| match d {
+                        "f32" => Ok(DType::F32),
+                        "f16" => Ok(DType::F16),
+                        _ => Err(format!("unknown dtype {d}")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    Ok(o)
+}
+
+/// Max relative error of the first rows of `c = a @ b` against the CPU in f64.
+fn check(a: &Array, b: &Array, c: &Array, n: usize) -> lazuli::Result<f64> {
+    let rows = n.min(8);
+    let cpu = lazuli::default_stream(Device::cpu())?;
+    lazuli::with_stream(&cpu, || {
+        let a64 = a.slice(&[(..rows as isize).into()])?.astype(DType::F64)?;
+        let want = a64.matmul(&b.astype(DType::F64)?)?.to_vec::<f64>()?;
+        let got = c.slice(&[(..rows as isize).into()])?.astype(DType::F64)?.to_vec::<f64>()?;
+        let scale = want.iter().fold(0f64, |m, x| m.max(x.abs())).max(1e-30);
+        Ok(got.iter().zip(&want).fold(0f64, |m, (g, w)| m.max((g - w).abs() / scale)))
+    })
+}
+
+fn main() -> lazuli::Result<()> {
+    let o = parse().map_err(|e| lazuli::Error::Invalid { op: "matmul_bench", msg: e })?;
+    let s = lazuli::new_stream(o.device)?;
+    println!("device: {}  {}", o.device, lazuli::backend::gpu::adapter_summary().unwrap_or_default());
+    println!("{:>6} {:>6} {:>12} {:>12} {:>10}", "dtype", "n", "ms/matmul", "GFLOP/s", "max_rel_err");
+    for &dt in &o.dtypes {
+        for &n in &o.sizes {
+            let (ka, kb) = (lazuli::random::key(2 * n as u64)?, lazuli::random::key(2 * n as u64 + 1)?);
+            let (a, b) = lazuli::with_stream(&s, || {
+                let a = lazuli::random::uniform(&ka, &[n, n], -1.0, 1.0, DType::F32)?.astype(dt)?;
+                let b = lazuli::random::uniform(&kb, &[n, n], -1.0, 1.0, DType::F32)?.astype(dt)?;
+                Ok::<_, lazuli::Error>((a, b))
+            })?;
+            lazuli::eval(&[&a, &b])?;
+            // Warm-up: compiles the kernel and fills the buffer pool.
+            let c = lazuli::with_stream(&s, || a.matmul(&b))?;
+            c.eval()?;
+            lazuli::synchronize(&s)?;
+            let t = Instant::now();
+            let outs: Vec<Array> =
+                (0..o.iters).map(|_| lazuli::with_stream(&s, || a.matmul(&b))).collect::<Result<_, _>>()?;
+            lazuli::eval(&outs.iter().collect::<Vec<_>>())?;
+            lazuli::synchronize(&s)?;
+            let secs = t.elapsed().as_secs_f64() / o.iters as f64;
+            drop(outs);
+            let err = check(&a, &b, &c, n)?;
+            let gflops = 2.0 * (n as f64).powi(3) / secs / 1e9;
+            println!("{:>6} {:>6} {:>12.3} {:>12.1} {:>10.2e}", dt.name(), n, secs * 1e3, gflops, err);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! Recording and submission: many dispatches share one command encoder; a batch is
+//! submitted when it reaches [`MAX_PER_SUBMIT`] commands or when someone needs results
+//! (read-back, synchronize), and at most [`MAX_IN_FLIGHT`] submissions are outstanding
+//! (the oldest is waited for first), so the queue cannot grow without bound.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::buffer::{GpuBuffer, params};
+use super::context::{Context, context};
+use crate::error::{Error, Result};
+
+const MAX_PER_SUBMIT: usize = 64;
+const MAX_IN_FLIGHT: usize = 8;
+
+struct Batch {
+    encoder: Option<wgpu::CommandEncoder>,
+    recorded: usize,
+    in_flight: VecDeque<wgpu::SubmissionIndex>,
+}
+
+/// Serialises submissions and polls: wgpu-core 30 can trip an internal assertion when one
+/// thread polls for a submission while another submits.
+fn poll_lock() -> std::sync::MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn batch() -> &'static Mutex<Batch> {
+    // Leaked like the device it records for.
+    static B: OnceLock<&'static Mutex<Batch>> = OnceLock::new();
+    B.get_or_init(|| Box::leak(Box::new(Mutex::new(Batch { encoder: None, recorded: 0, in_flight: VecDeque::new() }))))
+}
+
+/// Longest a wait on the GPU may take before it is reported as an error.
+/// `LAZULI_GPU_TIMEOUT_S` overrides (software drivers are slow).
+pub(crate) fn timeout() -> Duration {
+    static T: OnceLock<Duration> = OnceLock::new();
+    *T.get_or_init(|| {
+        let s = std::env::var("LAZULI_GPU_TIMEOUT_S").ok().and_then(|v| v.parse().ok()).unwrap_or(300u64);
+        Duration::from_secs(s)
+    })
+}
+
+/// Records commands into the current batch, inside error scopes.
+pub(crate) fn record(what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
+    let ctx = context()?;
+    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
+    ctx.scoped(what, || {
+        let enc = b.encoder.get_or_insert_with(|| {
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lazuli") })
+        });
+        f(enc);
+        Ok(())
+    })?;
+    b.recorded += 1;
+    if b.recorded >= MAX_PER_SUBMIT {
+        submit_locked(ctx, &mut b)?;
+    }
+    Ok(())
+}
+
+/// Submits the current batch, if any, and returns the index of the latest submission.
+pub(crate) fn flush() -> Result<Option<wgpu::SubmissionIndex>> {
+    let ctx = context()?;
+    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
+    submit_locked(ctx, &mut b)?;
+    Ok(b.in_flight.back().cloned())
+}
+
+fn submit_locked(ctx: &Context, b: &mut Batch) -> Result<()> {
+    let Some(enc) = b.encoder.take() else { return Ok(()) };
+    b.recorded = 0;
+    let idx = {
+        let _g = poll_lock();
+        ctx.scoped("submit", || Ok(ctx.queue.submit([enc.finish()])))?
+    };
+    b.in_flight.push_back(idx);
+    while b.in_flight.len() > MAX_IN_FLIGHT {
+        let oldest = b.in_flight.pop_front().expect("non-empty");
+        wait(ctx, &oldest, || false)?;
+    }
+    Ok(())
+}
+
+/// Waits (bounded) for a submission, or until `done()` holds after a poll. Timeouts and
+/// device loss come back as `Err(Error::Gpu)`.
+pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -> bool) -> Result<()> {
+    let deadline = Instant::now() + timeout();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Gpu(format!(
+                "{}: GPU work did not finish within {:?} (set LAZULI_GPU_TIMEOUT_S to wait longer)",
+                ctx.description,
+                timeout()
+            )));
+        }
+        let step = left.min(Duration::from_millis(500));
+        let polled = {
+            let _g = poll_lock();
+            let wait = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(step) };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)))
+                .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
+        };
+        match polled {
+            Ok(_) => {
+                ctx.check()?;
+                return Ok(());
+            }
+            Err(wgpu::PollError::Timeout) => {}
+            Err(e) => return Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
+        }
+        ctx.check()?;
+        if done() {
+            return Ok(());
+        }
+    }
+}
+
+/// One non-blocking poll (runs ready map callbacks).
+pub(crate) fn poll_once(ctx: &Context) {
+    let _g = poll_lock();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wgpu::PollType::Poll)));
+}
+
+/// Flushes and waits for everything submitted so far.
+pub(crate) fn synchronize() -> Result<()> {
+    if let Some(idx) = flush()? {
+        wait(context()?, &idx, || false)?;
+    }
+    Ok(())
+}
+
+/// One kernel launch: the pipeline, its parameters (binding 0) and buffers by binding.
+pub(crate) fn dispatch(
+    ctx: &Context,
+    pipeline: &wgpu::ComputePipeline,
+    words: &[u32],
+    buffers: &[(u32, &GpuBuffer)],
+    groups: [u32; 3],
+) -> Result<()> {
+    if groups.contains(&0) {
+        return Ok(());
+    }
+    let p = ctx.scoped("params", || params(ctx, words))?;
+    let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: p.as_entire_binding() }];
+    entries.extend(buffers.iter().map(|(slot, b)| wgpu::BindGroupEntry { binding: *slot, resource: b.binding() }));
+    let layout = pipeline.get_bind_group_layout(0);
+    let group = ctx.scoped("bind group", || {
+        Ok(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
+    })?;
+    record("dispatch", |enc| {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+    })
+}
+
+/// Workgroup grid for `threads` threads of 256: 1-D up to the per-dimension limit, then 2-D
+/// (kernels rebuild the flat index with `flat_id`).
+pub(crate) fn grid(ctx: &Context, threads: usize) -> Result<[u32; 3]> {
+    let max = ctx.limits.max_compute_workgroups_per_dimension.max(1) as usize;
+    let groups = threads.div_ceil(256);
+    if groups <= max {
+        return Ok([groups as u32, 1, 1]);
+    }
+    let y = groups.div_ceil(max);
+    if y > max || threads > u32::MAX as usize {
+        return Err(Error::Gpu(format!("{threads} threads exceed what one dispatch can index")));
+    }
+    Ok([max as u32, y as u32, 1])
+}
+
+/// A 1-D launch over `threads` threads.
+pub(crate) fn dispatch_1d(
+    ctx: &Context,
+    pipeline: &wgpu::ComputePipeline,
+    words: &[u32],
+    buffers: &[(u32, &GpuBuffer)],
+    threads: usize,
+) -> Result<()> {
+    if threads == 0 {
+        return Ok(());
+    }
+    dispatch(ctx, pipeline, words, buffers, grid(ctx, threads)?)
+}
+
+/// Copies `bytes` (rounded up to 4) from one buffer to another, in queue order.
+pub(crate) fn copy(src: &GpuBuffer, dst: &GpuBuffer, bytes: u64) -> Result<()> {
+    let n = super::buffer::align4(bytes).min(src.raw().size()).min(dst.raw().size());
+    record("copy", |enc| enc.copy_buffer_to_buffer(src.raw(), 0, dst.raw(), 0, n))
+}
+
+/// Waits at most `limit` for the submissions made so far, without submitting anything
+/// new; true once idle (or when there is no device). For the exit hook and `shutdown`.
+pub(crate) fn wait_idle(limit: Duration) -> bool {
+    let Ok(ctx) = context() else { return true };
+    let deadline = Instant::now() + limit;
+    // try_lock: a thread that is recording right now gets until the deadline to finish.
+    let last = loop {
+        if let Ok(b) = batch().try_lock() {
+            break b.in_flight.back().cloned();
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    };
+    let limit = deadline.saturating_duration_since(Instant::now());
+    let Some(idx) = last else { return true };
+    let _g = poll_lock();
+    let wait = wgpu::PollType::Wait { submission_index: Some(idx), timeout: Some(limit) };
+    matches!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait))), Ok(Ok(_)))
+}

@@ -1,0 +1,131 @@
+//! Batched matmul. The tuned kernel (`shaders/matmul.wgsl`, f16: `matmul_f16.wgsl`:
+//! workgroup-memory and register tiles, vec4 loads, double buffering) takes every case
+//! whose batch dims merge into one strided axis (broadcasting included); other batch
+//! layouts use the simple tiled kernel (`shaders/matmul_simple.wgsl`).
+
+use super::buffer::{GpuBuffer, alloc};
+use super::context::Context;
+use super::context::context;
+use super::elementwise::merge_axes;
+use super::encoder::dispatch;
+use super::pipeline::{check_rank, pipeline};
+use super::shader::{Kernel, TileConfig};
+use super::{i32_param, u32_param};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::primitive::Meta;
+use crate::shape::{broadcast_strides, numel};
+use crate::stream::Stream;
+
+/// `a: [..., M, K] @ b: [..., K, N]` with broadcast batch dims.
+pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &Meta) -> Result<GpuBuffer> {
+    let ctx = context()?;
+    let dtype = ins[0].dtype;
+    if !matches!(dtype, DType::F32 | DType::F16) {
+        return Err(super::unsupported(format!("matmul: {dtype} has no GPU kernel (float32 and float16 only)")));
+    }
+    let (sa, sb) = (shapes[0], shapes[1]);
+    let r = out.shape.len();
+    let (m, n) = (out.shape[r - 2], out.shape[r - 1]);
+    let k = sa[sa.len() - 1];
+    let out_batch = &out.shape[..r - 2];
+    let batches = numel(out_batch);
+    let mut sa_b = broadcast_strides(&sa[..sa.len() - 2], out_batch);
+    let mut sb_b = broadcast_strides(&sb[..sb.len() - 2], out_batch);
+    for st in &mut sa_b {
+        *st *= (m * k) as isize;
+    }
+    for st in &mut sb_b {
+        *st *= (k * n) as isize;
+    }
+    let (bshape, bstrides) = merge_axes(out_batch, &[sa_b, sb_b]);
+    if bshape.len() <= 1 {
+        let (a_bs, b_bs) = if bshape.len() == 1 { (bstrides[0][0], bstrides[1][0]) } else { (0, 0) };
+        return tuned(ctx, s, ins, dtype, (m, n, k), batches, (a_bs, b_bs));
+    }
+    check_rank("matmul", bshape.len())?;
+    let mut w = vec![0u32; 32];
+    w[0] = u32_param("matmul", m)?;
+    w[1] = u32_param("matmul", n)?;
+    w[2] = u32_param("matmul", k)?;
+    w[3] = bshape.len() as u32;
+    u32_param("matmul", batches * m * n)?;
+    for (i, &d) in bshape.iter().enumerate() {
+        w[8 + i] = u32_param("matmul", d)?;
+        w[16 + i] = i32_param("matmul", bstrides[0][i])?;
+        w[24 + i] = i32_param("matmul", bstrides[1][i])?;
+    }
+    let p = pipeline(ctx, Kernel::MatmulSimple, dtype, "matmul", &[])?;
+    let o = alloc(s, dtype, batches * m * n)?;
+    let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
+    let (gx, gy) = (n.div_ceil(16), m.div_ceil(16));
+    if gx > max || gy > max {
+        return Err(super::unsupported(format!("matmul: output {m}x{n} exceeds the dispatch grid limit")));
+    }
+    let mut first = 0usize;
+    while first < batches {
+        let count = (batches - first).min(max);
+        w[4] = first as u32;
+        dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+        first += count;
+    }
+    Ok(o)
+}
+
+/// Largest tile that fits the adapter and still gives ~one workgroup per multiprocessor
+/// (128, from the H200's 132 SMs); else the smallest that fits.
+fn pick(ctx: &Context, m: usize, n: usize, batches: usize) -> Result<TileConfig> {
+    let l = &ctx.limits;
+    let fits: Vec<TileConfig> = TileConfig::TABLE
+        .into_iter()
+        .filter(|c| {
+            c.threads() <= l.max_compute_invocations_per_workgroup
+                && c.threads() <= l.max_compute_workgroup_size_x
+                && c.workgroup_bytes() <= l.max_compute_workgroup_storage_size
+        })
+        .collect();
+    let groups = |c: &TileConfig| m.div_ceil(c.bm as usize) * n.div_ceil(c.bn as usize) * batches;
+    fits.iter()
+        .find(|c| groups(c) >= 128)
+        .or(fits.last())
+        .copied()
+        .ok_or_else(|| super::unsupported("matmul: no tile configuration fits this adapter's workgroup limits"))
+}
+
+/// The tuned kernel: batch `b` of A starts at `b * a_bs` (0 broadcasts), likewise B.
+fn tuned(
+    ctx: &Context,
+    s: &Stream,
+    ins: &[&GpuBuffer],
+    dtype: DType,
+    (m, n, k): (usize, usize, usize),
+    batches: usize,
+    (a_bs, b_bs): (isize, isize),
+) -> Result<GpuBuffer> {
+    let cfg = pick(ctx, m, n, batches)?;
+    let entry = if n % 4 == 0 && k % 4 == 0 { "matmul_vec4" } else { "matmul_scalar" };
+    let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
+    let o = alloc(s, dtype, batches * m * n)?;
+    let u = |v: usize| u32_param("matmul", v);
+    let mut w = [0u32; 16];
+    w[..7].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(k)?, u(n)?, u(n)?]);
+    w[12..15].copy_from_slice(&[i32_param("matmul", a_bs)?, i32_param("matmul", b_bs)?, u(m * n)?]);
+    u(batches * m * n.max(k))?;
+    let (gx, gy) = (n.div_ceil(cfg.bn as usize), m.div_ceil(cfg.bm as usize));
+    let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
+    if gx > max || gy > max {
+        return Err(super::unsupported(format!("matmul: output {m}x{n} exceeds the dispatch grid limit")));
+    }
+    // More batches than one dispatch dimension holds: later chunks start at offsets.
+    let mut first = 0usize;
+    while first < batches {
+        let count = (batches - first).min(max);
+        w[3] = count as u32;
+        w[8] = u(first * a_bs as usize)?;
+        w[9] = u(first * b_bs as usize)?;
+        w[10] = u(first * m * n)?;
+        dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+        first += count;
+    }
+    Ok(o)
+}

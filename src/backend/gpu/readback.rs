@@ -1,0 +1,95 @@
+//! Uploads and read-backs between host bytes (the crate's layout: bool one byte) and
+//! device buffers (bool as u32 0/1).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use super::buffer::{GpuBuffer, align4, create_with_data, device_elem_size};
+use super::context::context;
+use super::encoder;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::stream::{Stream, registry};
+
+const PENDING: u8 = 0;
+const MAPPED: u8 = 1;
+const FAILED: u8 = 2;
+const STALE: u8 = 3;
+
+/// A device buffer holding host bytes of `dtype`.
+pub(crate) fn upload(stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<GpuBuffer> {
+    let len = bytes.len() / dtype.size();
+    if dtype == DType::Bool {
+        let words: Vec<u32> = bytes.iter().map(|&b| (b != 0) as u32).collect();
+        return create_with_data(stream, dtype, len, bytemuck::cast_slice(&words));
+    }
+    create_with_data(stream, dtype, len, bytes)
+}
+
+/// Host bytes of the first `len` elements of `buf`, after the work that writes it.
+pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let ctx = context()?;
+    let bytes = len as u64 * device_elem_size(dtype);
+    let size = align4(bytes);
+    let staging = ctx.scoped("read-back buffer", || {
+        Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("lazuli read-back"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        }))
+    })?;
+    encoder::record("read-back copy", |enc| enc.copy_buffer_to_buffer(buf.raw(), 0, &staging, 0, size))?;
+    let idx = encoder::flush()?.ok_or_else(|| Error::Gpu("read-back: nothing was submitted".into()))?;
+    let state = Arc::new(AtomicU8::new(PENDING));
+    let stream = buf.stream;
+    {
+        let state = state.clone();
+        // Runs on whichever thread polls, possibly during exit: only check and signal.
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            let s = if !registry().is_current(&stream) {
+                STALE
+            } else if r.is_ok() {
+                MAPPED
+            } else {
+                FAILED
+            };
+            state.store(s, Ordering::Release);
+        });
+    }
+    let done = || state.load(Ordering::Acquire) != PENDING;
+    encoder::wait(ctx, &idx, done)?;
+    // The map callback runs in a poll after the submission completes; poll until it has.
+    let deadline = Instant::now() + encoder::timeout();
+    while !done() {
+        if Instant::now() > deadline {
+            return Err(Error::Gpu(format!("{}: read-back timed out", ctx.description)));
+        }
+        encoder::poll_once(ctx);
+        ctx.check()?;
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    match state.load(Ordering::Acquire) {
+        MAPPED => {}
+        STALE => {
+            registry().check(&stream)?;
+            return Err(Error::Gpu("read-back: the stream was closed while mapping".into()));
+        }
+        _ => return Err(Error::Gpu(format!("{}: mapping the read-back buffer failed", ctx.description))),
+    }
+    let out = {
+        let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Gpu(format!("read-back: {e}")))?;
+        let data = &view[..bytes as usize];
+        if dtype == DType::Bool {
+            data.chunks_exact(4).map(|w| (u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 0) as u8).collect()
+        } else {
+            data.to_vec()
+        }
+    };
+    staging.unmap();
+    Ok(out)
+}

@@ -1,0 +1,134 @@
+//! Reductions (over any set of axes), arg-reductions and scans (along one axis).
+//!
+//! Runs of adjacent reduced axes are merged into one; separate runs are reduced one
+//! after another, from the last. A run is `[outer, len, inner]`: contiguous long rows
+//! (inner 1) get a workgroup each (tree reduction), everything else one thread per
+//! output walking `len` (neighbouring threads read neighbouring columns).
+
+use super::buffer::{GpuBuffer, alloc};
+use super::context::context;
+use super::encoder::{dispatch, dispatch_1d, grid};
+use super::pipeline::pipeline;
+use super::shader::Kernel;
+use super::{split_axis, u32_param};
+use crate::error::Result;
+use crate::primitive::{ArgReduceOp, ReduceOp, ScanOp};
+use crate::shape::numel;
+use crate::stream::Stream;
+
+/// Rows at least this long get a workgroup each.
+const WG_ROW_MIN: usize = 256;
+/// Longest stretch of a row one workgroup reduces (64 elements per thread).
+const SEGMENT: usize = 256 * 64;
+
+fn reduce_code(op: ReduceOp) -> u32 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Prod => 1,
+        ReduceOp::Max => 2,
+        _ => 3,
+    }
+}
+
+pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], axes: &[usize]) -> Result<GpuBuffer> {
+    let ctx = context()?;
+    // Runs of adjacent axes, as (first, last).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &a in axes {
+        match runs.last_mut() {
+            Some(r) if r.1 + 1 == a => r.1 = a,
+            _ => runs.push((a, a)),
+        }
+    }
+    if runs.is_empty() {
+        // Nothing to reduce: a plain copy.
+        let out = alloc(s, x.dtype, numel(shape))?;
+        super::encoder::copy(x, &out, out.bytes)?;
+        return Ok(out);
+    }
+    let mut cur_shape = shape.to_vec();
+    let mut cur: Option<GpuBuffer> = None;
+    let code = reduce_code(op);
+    for &(first, last) in runs.iter().rev() {
+        let outer = numel(&cur_shape[..first]);
+        let len = numel(&cur_shape[first..=last]);
+        let inner = numel(&cur_shape[last + 1..]);
+        let n_out = outer * inner;
+        let src = cur.as_ref().unwrap_or(x);
+        let out = alloc(s, x.dtype, n_out)?;
+        if inner == 1 && len >= WG_ROW_MIN {
+            let p = pipeline(ctx, Kernel::Reduce, x.dtype, "reduce_rows", &[("ROP", code)])?;
+            let segs = len.div_ceil(SEGMENT);
+            let parts = if segs > 1 { alloc(s, x.dtype, n_out * segs)? } else { alloc(s, x.dtype, 0)? };
+            let target = if segs > 1 { &parts } else { &out };
+            let w = [
+                u32_param("reduce", n_out * segs)?,
+                u32_param("reduce", len)?,
+                u32_param("reduce", SEGMENT)?,
+                u32_param("reduce", segs)?,
+            ];
+            // One workgroup per segment: the grid counts workgroups, not threads.
+            let g = grid(ctx, n_out * segs * 256)?;
+            dispatch(ctx, &p, &w, &[(1, src), (3, target)], g)?;
+            if segs > 1 {
+                // Partial results of each row, reduced in a second pass.
+                let r = reduce(s, op, &parts, &[n_out, segs], &[1])?;
+                super::encoder::copy(&r, &out, out.bytes)?;
+            }
+        } else {
+            let p = pipeline(ctx, Kernel::Reduce, x.dtype, "reduce_lines", &[("ROP", code)])?;
+            let w = [u32_param("reduce", n_out)?, u32_param("reduce", len)?, u32_param("reduce", inner)?];
+            dispatch_1d(ctx, &p, &w, &[(1, src), (3, &out)], n_out)?;
+        }
+        for d in &mut cur_shape[first..=last] {
+            *d = 1;
+        }
+        cur = Some(out);
+    }
+    Ok(cur.expect("at least one run"))
+}
+
+pub(crate) fn arg_reduce(
+    s: &Stream,
+    op: ArgReduceOp,
+    x: &GpuBuffer,
+    shape: &[usize],
+    axis: usize,
+) -> Result<GpuBuffer> {
+    let ctx = context()?;
+    let (outer, len, inner) = split_axis(shape, axis);
+    let n_out = outer * inner;
+    if len == 0 {
+        return super::fill::zeros(s, crate::dtype::DType::U32, n_out);
+    }
+    let code = if op == ArgReduceOp::ArgMax { 0 } else { 1 };
+    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
+    let out = alloc(s, crate::dtype::DType::U32, n_out)?;
+    let w = [u32_param("arg_reduce", n_out)?, u32_param("arg_reduce", len)?, u32_param("arg_reduce", inner)?];
+    dispatch_1d(ctx, &p, &w, &[(1, x), (4, &out)], n_out)?;
+    Ok(out)
+}
+
+pub(crate) fn scan(
+    s: &Stream,
+    op: ScanOp,
+    x: &GpuBuffer,
+    shape: &[usize],
+    axis: usize,
+    reverse: bool,
+) -> Result<GpuBuffer> {
+    let ctx = context()?;
+    let (outer, len, inner) = split_axis(shape, axis);
+    let code = match op {
+        ScanOp::Sum => 0,
+        ScanOp::Prod => 1,
+        ScanOp::Max => 2,
+        _ => 3,
+    };
+    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
+    let out = alloc(s, x.dtype, numel(shape))?;
+    let lines = outer * inner;
+    let w = [u32_param("scan", lines)?, u32_param("scan", len)?, u32_param("scan", inner)?, reverse as u32];
+    dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], lines)?;
+    Ok(out)
+}

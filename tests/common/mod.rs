@@ -1,0 +1,69 @@
+//! Shared test helpers: which devices exist, running code on a device, comparing results.
+//!
+//! GPU availability rule: without an adapter, each GPU test prints one line
+//! `skipping gpu tests: <reason>` and passes, unless `LAZULI_REQUIRE_GPU=1`, in which
+//! case it fails.
+#![allow(dead_code)]
+
+use lazuli::{Device, Result};
+
+/// True if `gpu(0)` can be used. Otherwise prints why (one line) and returns false, or
+/// panics when `LAZULI_REQUIRE_GPU=1`.
+pub fn gpu_available() -> bool {
+    match lazuli::default_stream(Device::gpu(0)) {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("LAZULI_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("LAZULI_REQUIRE_GPU=1 but the GPU is unavailable: {e}");
+            }
+            // One line per test (each test runs on its own thread), however often asked.
+            thread_local!(static SAID: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+            if !SAID.with(|s| s.replace(true)) {
+                println!("skipping gpu tests: {e}");
+            }
+            false
+        }
+    }
+}
+
+/// The CPU, plus `gpu(0)` when available (see [`gpu_available`]).
+pub fn devices() -> Vec<Device> {
+    let mut v = vec![Device::cpu()];
+    if gpu_available() {
+        v.push(Device::gpu(0));
+    }
+    v
+}
+
+/// Runs `f` with `device`'s default stream as the current stream.
+pub fn on<T>(device: Device, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    lazuli::with_stream(&lazuli::default_stream(device)?, f)
+}
+
+/// Asserts `|got - want| <= abs + rel * |want|` elementwise; NaNs must match NaNs and
+/// infinities must match exactly.
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], rel: f32, abs: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length {} vs {}", got.len(), want.len());
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= abs + rel * w.abs()
+        };
+        assert!(ok, "{what}: element {i}: got {g}, want {w} (rel {rel}, abs {abs})");
+    }
+}
+
+/// Deterministic pseudo-random values in `[lo, hi)` (no dependence on lazuli's RNG).
+pub fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = (s >> 40) as f32 / (1u64 << 24) as f32;
+            lo + (hi - lo) * u
+        })
+        .collect()
+}
