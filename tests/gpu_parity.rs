@@ -171,14 +171,23 @@ fn unary_ops() {
             check(&format!("{name} i32 n={n}"), EXACT, || op(&i32s(n, 2, -50, 50, &[n])?));
         }
         for (name, op, tol) in trans_ops {
-            check(&format!("{name} f32 n={n}"), tol, || op(&f32s(n, 3, -3.0, 3.0, &[n])?));
+            // tan keeps clear of its poles, where any ulp of argument error is amplified
+            // past a relative tolerance (NVIDIA's tan differed by 2e-4 near pi/2 * 0.99).
+            let r = if name == "tan" { 1.2 } else { 3.0 };
+            check(&format!("{name} f32 n={n}"), tol, || op(&f32s(n, 3, -r, r, &[n])?));
         }
     }
     for (name, op) in exact_ops {
         check(&format!("{name} specials"), EXACT, || op(&specials()?));
     }
     for (name, op, tol) in trans_ops {
-        check(&format!("{name} specials"), tol, || op(&specials()?));
+        // WGSL bounds sin/cos/tan's error only on [-pi, pi]; NVIDIA's sin(3e4) is 1.3e-3
+        // off, so the trig ops leave out the last special (3e4).
+        let trig = matches!(name, "sin" | "cos" | "tan");
+        check(&format!("{name} specials"), tol, || {
+            let s = specials()?;
+            op(&if trig { s.slice(&[(..15).into()])? } else { s })
+        });
     }
     check("logical_not bool", EXACT, || Array::from_slice(&[true, false, true], &[3])?.logical_not());
     check("logical_not f32", EXACT, || specials()?.logical_not());
@@ -223,8 +232,11 @@ fn binary_ops() {
             check(&format!("{name} f32 {sa:?} {sb:?}"), tol, || {
                 op(&f32s(na, 5, -3.0, 3.0, sa)?, &f32s(nb, 6, -3.0, 3.0, sb)?)
             });
-            // Integers: exact, including division by zero (gives 0) and negatives.
-            check(&format!("{name} i32 {sa:?} {sb:?}"), EXACT, || {
+            // Integers: exact, including division by zero (gives 0) and negatives; true
+            // division gives f32, and WGSL's f32 division need not be correctly rounded
+            // (NVIDIA's was 1 ulp off), so it takes the float tolerance.
+            let itol = if name == "div" { tol } else { EXACT };
+            check(&format!("{name} i32 {sa:?} {sb:?}"), itol, || {
                 let a = i32s(na, 7, -20, 20, sa)?;
                 let b = i32s(nb, 8, -4, 4, sb)?;
                 if name == "pow" { a.pow(&b.abs()?) } else { op(&a, &b) }

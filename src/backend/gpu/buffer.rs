@@ -69,6 +69,11 @@ impl DeviceBuffer for GpuBuffer {
 impl Drop for GpuBuffer {
     fn drop(&mut self) {
         if let Some(b) = self.raw.take() {
+            if crate::lifecycle::is_exiting() {
+                // The driver may be tearing down: never call into it from here.
+                std::mem::forget(b);
+                return;
+            }
             pool().put(b);
         }
     }

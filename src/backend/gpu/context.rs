@@ -32,7 +32,15 @@ pub(crate) struct Context {
 /// once and cached, so a machine without a GPU pays for the probe only once.
 pub(crate) fn context() -> Result<&'static Context> {
     static CTX: OnceLock<std::result::Result<&'static Context, String>> = OnceLock::new();
-    match CTX.get_or_init(|| init().map(|c| &*Box::leak(Box::new(c)))) {
+    match CTX.get_or_init(|| {
+        // Device creation is device work: the exit hook waits for it, and once exit has
+        // begun it is refused (a driver torn down under a half-made device crashed).
+        let _guard = crate::lifecycle::WorkGuard::enter().map_err(|e| e.to_string())?;
+        crate::lifecycle::device_started();
+        let ctx = init().map(|c| &*Box::leak(Box::new(c)));
+        crate::lifecycle::device_created();
+        ctx
+    }) {
         Ok(c) => {
             c.install_handlers();
             Ok(c)
@@ -59,8 +67,14 @@ fn no_adapter(detail: &str) -> String {
 fn init() -> std::result::Result<Context, String> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
     desc.backends = backends();
+    // Drivers register exit-time teardown as they load and start (the ICD at instance
+    // creation, more at device creation and at first compile). Exit handlers run in
+    // reverse order, so the lifecycle hook is registered again after each step, and
+    // runs before the driver's own teardown (see `crate::lifecycle`).
     let instance = wgpu::Instance::new(desc);
+    crate::lifecycle::install_exit_hook();
     let adapter = pick_adapter(&instance)?;
+    crate::lifecycle::install_exit_hook();
     let info = adapter.get_info();
     let wanted = wgpu::Features::SHADER_F16;
     let features = adapter.features() & wanted;
@@ -72,6 +86,7 @@ fn init() -> std::result::Result<Context, String> {
         ..Default::default()
     }))
     .map_err(|e| format!("gpu(0): {} ({:?}) refused a device: {e}", info.name, info.backend))?;
+    crate::lifecycle::install_exit_hook();
     // The instance and adapter are not needed after this; the device keeps what it uses.
     // They are leaked too, so no wgpu object is ever destroyed at exit.
     std::mem::forget(adapter);

@@ -78,6 +78,9 @@ pub(crate) fn pipeline(
         }))
     })?;
     c.pipelines.insert(key, p.clone());
+    // A compile may register more driver exit-time destructors (lavapipe's LLVM does so
+    // lazily); registering the exit hook again keeps it ahead of them.
+    crate::lifecycle::install_exit_hook();
     Ok(p)
 }
 
