@@ -1,4 +1,5 @@
-//! Batched matmul. The tuned kernel (`shaders/matmul.wgsl`, f16: `matmul_f16.wgsl`:
+//! Batched matmul. The tuned kernel (`shaders/matmul.wgsl`, rewritten for f16 storage by
+//! `shader::f16_storage`:
 //! workgroup-memory and register tiles, vec4 loads, double buffering) takes every case
 //! whose batch dims merge into one strided axis (broadcasting included); other batch
 //! layouts use the simple tiled kernel (`shaders/matmul_simple.wgsl`).

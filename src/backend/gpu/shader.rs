@@ -29,7 +29,7 @@ pub enum Kernel {
     /// A simple tiled matmul with batch broadcasting (float dtypes only), for batch
     /// layouts the tuned kernel does not take.
     MatmulSimple,
-    /// The tuned matmul (`matmul.wgsl`, `matmul_f16.wgsl`) with one tile configuration.
+    /// The tuned matmul (`matmul.wgsl`; f16 storage by text rewrite) with one tile configuration.
     Matmul(TileConfig),
 }
 
@@ -142,17 +142,39 @@ pub fn shader_variants() -> Vec<(Kernel, DType)> {
 }
 
 const MATMUL_F32: &str = include_str!("../../../shaders/matmul.wgsl");
-const MATMUL_F16: &str = include_str!("../../../shaders/matmul_f16.wgsl");
 
 /// The tuned matmul is self-contained (no dtype prelude); its tunables are whole `const`
 /// lines between markers, replaced as text so tile arrays and loops stay constant.
 fn tuned_matmul_source(cfg: TileConfig, dtype: DType) -> String {
-    let body = if dtype == DType::F16 { MATMUL_F16 } else { MATMUL_F32 };
+    let body = MATMUL_F32;
     let (begin, end) = ("// @tunables-begin\n", "// @tunables-end");
-    match (body.find(begin), body.find(end)) {
+    let src = match (body.find(begin), body.find(end)) {
         (Some(b), Some(e)) => format!("{}{}{}{}", &body[..b], begin, cfg.tunables(), &body[e..]),
         _ => body.to_string(),
+    };
+    if dtype == DType::F16 { f16_storage(&src) } else { src }
+}
+
+/// The f16 variant of the tuned matmul: f16 in the buffers, f32 in workgroup tiles and
+/// accumulators, one rounding at the store. Every global load and store of `matmul.wgsl`
+/// goes through the few lines rewritten here.
+fn f16_storage(src: &str) -> String {
+    let mut s = format!("enable f16;\n{src}");
+    for (from, to) in [
+        ("array<vec4<f32>>;", "array<vec4<f16>>;"),
+        ("return A[i >> 2u][i & 3u];", "return f32(A[i >> 2u][i & 3u]);"),
+        ("return B[i >> 2u][i & 3u];", "return f32(B[i >> 2u][i & 3u]);"),
+        ("x = A[e >> 2u];", "x = vec4<f32>(A[e >> 2u]);"),
+        ("x = B[e >> 2u];", "x = vec4<f32>(B[e >> 2u]);"),
+        ("C[e >> 2u] = v;", "C[e >> 2u] = vec4<f16>(v);"),
+        ("] = v.x;", "] = f16(v.x);"),
+        ("] = v.y;", "] = f16(v.y);"),
+        ("] = v.z;", "] = f16(v.z);"),
+        ("] = v.w;", "] = f16(v.w);"),
+    ] {
+        s = s.replace(from, to);
     }
+    s
 }
 
 /// The WGSL source of `kernel` specialised for `dtype`. `Err(Error::Unsupported)` for a
