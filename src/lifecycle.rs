@@ -14,8 +14,9 @@
 //! 1. marks the process as exiting: from then on every entry point (building ops on a
 //!    stream, eval, read-back, synchronize) returns [`Error::ShutDown`] without touching
 //!    a device, so no new work starts;
-//! 2. waits, bounded, for work already inside lazuli to leave and for the GPU queue to
-//!    go idle;
+//! 2. waits, bounded, for work already inside lazuli (device creation included) to
+//!    leave. This first step runs in a main-thread thread-local destructor, which glibc
+//!    runs before every exit handler, so no driver teardown can overtake it;
 //! 3. on a CPU-only process, returns, and the exit goes on with `main`'s status. Once a
 //!    GPU backend has run (or if the wait timed out), it flushes stdout and stderr and
 //!    ends the process with `_exit(status)`, keeping the status: the GPU driver's own
@@ -137,6 +138,51 @@ pub(crate) fn install_exit_hook() {
 
 static HOOK_RAN: AtomicBool = AtomicBool::new(false);
 
+/// Phase one of exit, first thing in `exit()` on the main thread: glibc runs the exiting
+/// thread's thread-local destructors before any exit handler, whatever the registration
+/// order. So a main-thread thread-local registered before `main` (below) lets lazuli stop
+/// new work and wait for work in flight, device creation included, before a driver's
+/// exit handler can tear anything down under it. (Measured on NVIDIA: an exit that
+/// landed while another thread was creating the device crashed.) Phase two is the exit
+/// hook, which keeps the status.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod main_thread {
+    struct Sentinel;
+
+    impl Drop for Sentinel {
+        fn drop(&mut self) {
+            super::quiesce();
+        }
+    }
+
+    thread_local! {
+        static SENTINEL: Sentinel = const { Sentinel };
+    }
+
+    extern "C" fn register() {
+        SENTINEL.with(|_| {});
+    }
+
+    /// Runs on the main thread before `main`, like a C constructor.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static REGISTER: extern "C" fn() = register;
+}
+
+/// Refuses new work and waits (bounded) for work in flight. It runs inside a
+/// thread-local destructor, where wgpu cannot be called (it keeps thread-locals of its
+/// own), so waiting for the devices is left to the exit hook.
+fn quiesce() {
+    if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
+        eprintln!("lazuli: exit begins: {} threads inside", ACTIVE.load(Ordering::SeqCst));
+    }
+    registry().begin_exit();
+    let deadline = Instant::now() + EXIT_WAIT;
+    while ACTIVE.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 fn exit_hook(status: i32) {
     if HOOK_RAN.swap(true, Ordering::SeqCst) {
         return;
@@ -158,18 +204,16 @@ fn exit_hook(status: i32) {
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    if !wait_backends_idle(deadline.saturating_duration_since(Instant::now())) {
-        force_exit(status);
-    }
     if debug {
         eprintln!("lazuli: exit hook: drained");
     }
     if DEVICE_STARTED.load(Ordering::SeqCst) {
         // A GPU backend ran. Its driver tears itself down in later exit handlers and
-        // library destructors while driver threads may still run; on NVIDIA's Vulkan
-        // driver that crashed every exit we measured, even with the device idle. The
-        // device is idle and our work drained, so end here, keeping the status
-        // (shared/facts/h200-vulkan.md: 20 / 20 clean this way).
+        // library destructors while driver threads may still run, which crashed on
+        // NVIDIA's Vulkan driver. Our work has drained, so end here, keeping the status
+        // (shared/facts/h200-vulkan.md: 20 / 20 clean this way). GPU work still queued
+        // is dropped with the process by the kernel driver; we do not wait for it,
+        // since wgpu cannot be called here once the main thread's thread-locals are gone.
         flush_and_exit(status);
     }
 }
