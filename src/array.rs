@@ -12,7 +12,7 @@ use crate::stream::{Device, Stream, current_stream};
 /// A lazy n-dimensional array: a cheap-to-clone handle (`Send + Sync`) to a graph node.
 ///
 /// Building an op only checks shapes and dtypes and records the op, its inputs and the
-/// stream it will run on. Data is computed by [`crate::eval`], [`Array::eval`] or a read
+/// stream it will run on. Data is computed by [`crate::eval()`], [`Array::eval`] or a read
 /// ([`Array::to_vec`], [`Array::item`]).
 #[derive(Clone)]
 pub struct Array(pub(crate) Arc<Node>);

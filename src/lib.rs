@@ -4,7 +4,7 @@
 //! backend on wgpu (Vulkan, Metal, DX12).
 //!
 //! Data flows one way: user code builds [`Array`]s (ops check shapes and dtypes, nothing
-//! runs) → [`eval`] orders the graph → each node goes to the backend of its stream's
+//! runs) → [`eval()`] orders the graph → each node goes to the backend of its stream's
 //! device → evaluated nodes drop their inputs. Lifecycle state (the stream registry,
 //! shutdown, process exit) sits in one place beside that flow: [`stream`] and
 //! [`lifecycle`].

@@ -7,21 +7,20 @@
 //! destructors at the first shader compile; NVIDIA's driver tears down its threads), and
 //! touching a device while that runs crashes the process (see `shared/facts/teardown.md`).
 //!
-//! lazuli registers an exit hook (glibc `on_exit`, else `atexit`) the first time work
-//! runs, and again right after the GPU backend has compiled and run its first kernel, so
-//! the hook runs *before* the driver's own exit-time destructors (handlers run in
-//! reverse order of registration). The hook:
-//! 1. marks the process as exiting: from then on every entry point (building ops on a
-//!    stream, eval, read-back, synchronize) returns [`Error::ShutDown`] without touching
-//!    a device, so no new work starts;
-//! 2. waits, bounded, for work already inside lazuli (device creation included) to
-//!    leave. This first step runs in a main-thread thread-local destructor, which glibc
-//!    runs before every exit handler, so no driver teardown can overtake it;
-//! 3. on a CPU-only process, returns, and the exit goes on with `main`'s status. Once a
-//!    GPU backend has run (or if the wait timed out), it flushes stdout and stderr and
-//!    ends the process with `_exit(status)`, keeping the status: the GPU driver's own
-//!    exit-time teardown crashed on NVIDIA even with the device idle, so it is skipped.
-//!    Exit handlers registered before lazuli's first GPU kernel do not run then.
+//! lazuli exits in two steps:
+//! 1. **Stop and drain** (`quiesce`), in a main-thread thread-local destructor registered
+//!    before `main`: glibc runs the exiting thread's thread-local destructors before any
+//!    exit handler, so this runs before every driver's exit-time teardown. It marks the
+//!    process as exiting (every entry point then returns [`Error::ShutDown`] without
+//!    touching a device) and waits, bounded, for threads inside lazuli to leave, device
+//!    creation included.
+//! 2. **End** (`exit_hook`), a glibc `on_exit` handler registered on first use and again
+//!    after every driver step (instance, adapter, device, shader compile), so it runs
+//!    before the exit handlers drivers register as they go. It repeats step 1 (for an
+//!    exit from another thread), then returns on a CPU-only process, or, once a GPU was
+//!    used, flushes stdout/stderr and `_exit(status)`s: NVIDIA's own exit-time teardown
+//!    crashed even with the device idle. `LAZULI_DEBUG_EXIT=1` reports both steps on
+//!    stderr.
 //!
 //! The device, queue and stream registry live in leaked statics, so nothing lazuli owns
 //! is destroyed under a thread that still holds a handle.

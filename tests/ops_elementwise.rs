@@ -3,6 +3,8 @@
 #![allow(clippy::approx_constant, clippy::excessive_precision)]
 
 use approx::assert_relative_eq;
+
+mod common;
 use lazuli::{Array, DType, Error, arange, eye, full, linspace, ones, where_, zeros};
 
 type R = lazuli::Result<()>;
@@ -19,18 +21,9 @@ fn barr(v: &[bool], shape: &[usize]) -> Array {
     Array::from_slice(v, shape).unwrap()
 }
 
-/// Element-wise closeness; NaN matches NaN, infinities must match exactly.
+/// Element-wise closeness (rel 1e-5, abs 1e-6); NaN matches NaN, infinities exactly.
 fn assert_close(actual: &[f32], expected: &[f32]) {
-    assert_eq!(actual.len(), expected.len(), "{actual:?} vs {expected:?}");
-    for (a, e) in actual.iter().zip(expected) {
-        if e.is_nan() {
-            assert!(a.is_nan(), "{actual:?} vs {expected:?}");
-        } else if e.is_infinite() {
-            assert_eq!(a, e, "{actual:?} vs {expected:?}");
-        } else {
-            assert_relative_eq!(*a, *e, epsilon = 1e-6, max_relative = 1e-5);
-        }
-    }
+    common::assert_close("", actual, expected, 1e-5, 1e-6);
 }
 
 fn f32s(a: &Array) -> Vec<f32> {
