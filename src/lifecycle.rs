@@ -186,25 +186,20 @@ fn exit_hook(status: i32) {
     if HOOK_RAN.swap(true, Ordering::SeqCst) {
         return;
     }
-    let debug = std::env::var_os("LAZULI_DEBUG_EXIT").is_some();
-    if debug {
-        eprintln!("lazuli: exit hook: status {status}, {} threads inside", ACTIVE.load(Ordering::SeqCst));
-    }
-    registry().begin_exit();
     if DEVICE_CREATING.load(Ordering::SeqCst) {
-        // A driver half-way through creating a device is not worth waiting for: it
-        // crashed on NVIDIA when exit ran beside it. Nothing of ours is in flight yet.
+        // Only reachable when step one did not run (exit from another thread): a driver
+        // half-way through creating a device is not worth waiting for; it crashed on
+        // NVIDIA when exit ran beside it. Nothing of ours is in flight yet.
         flush_and_exit(status);
     }
-    let deadline = Instant::now() + EXIT_WAIT;
-    while ACTIVE.load(Ordering::SeqCst) > 0 {
-        if Instant::now() >= deadline {
-            force_exit(status);
-        }
-        std::thread::sleep(Duration::from_micros(200));
+    // Instant when step one already ran on the main thread.
+    quiesce();
+    if ACTIVE.load(Ordering::SeqCst) > 0 {
+        // Timed out: threads are still inside a device. Do not run teardown under them.
+        flush_and_exit(status);
     }
-    if debug {
-        eprintln!("lazuli: exit hook: drained");
+    if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
+        eprintln!("lazuli: exit hook: status {status}, drained");
     }
     if DEVICE_STARTED.load(Ordering::SeqCst) {
         // A GPU backend ran. Its driver tears itself down in later exit handlers and
@@ -221,12 +216,8 @@ fn flush_and_exit(status: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    force_exit(status)
-}
-
-fn force_exit(status: i32) -> ! {
-    // SAFETY: `_exit` ends the process without running further handlers; it is the
-    // documented way out when waiting for the device failed.
+    // SAFETY: `_exit` ends the process at once, running no further handlers or
+    // destructors: what we want once a GPU driver's teardown must not run.
     unsafe { libc::_exit(status) }
 }
 
