@@ -109,13 +109,30 @@ fn unary_float<F: Float>(op: UnaryOp, v: &[F]) -> Result<CpuData> {
     Ok(F::wrap(map_vec(v, f)))
 }
 
-/// Integer math the kernels need; wrapping like NumPy, never trapping.
-trait Int: CpuElem + Ord + Sync {
-    const ZERO: Self;
-    fn wadd(self, o: Self) -> Self;
-    fn wsub(self, o: Self) -> Self;
-    fn wmul(self, o: Self) -> Self;
-    fn wneg(self) -> Self;
+/// Integer math the kernels need; wrapping like NumPy, never trapping. The wrapping
+/// arithmetic comes from `num_traits`; only what differs by signedness is per type.
+trait Int:
+    CpuElem
+    + Ord
+    + Sync
+    + num_traits::Zero
+    + num_traits::WrappingAdd
+    + num_traits::WrappingSub
+    + num_traits::WrappingMul
+    + num_traits::WrappingNeg
+{
+    fn wadd(self, o: Self) -> Self {
+        self.wrapping_add(&o)
+    }
+    fn wsub(self, o: Self) -> Self {
+        self.wrapping_sub(&o)
+    }
+    fn wmul(self, o: Self) -> Self {
+        self.wrapping_mul(&o)
+    }
+    fn wneg(self) -> Self {
+        self.wrapping_neg()
+    }
     fn wabs(self) -> Self;
     fn sign(self) -> Self;
     fn div_floor(self, o: Self) -> Self;
@@ -126,19 +143,6 @@ trait Int: CpuElem + Ord + Sync {
 macro_rules! int_impl {
     ($t:ty, signed) => {
         impl Int for $t {
-            const ZERO: Self = 0;
-            fn wadd(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            fn wsub(self, o: Self) -> Self {
-                self.wrapping_sub(o)
-            }
-            fn wmul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            fn wneg(self) -> Self {
-                self.wrapping_neg()
-            }
             fn wabs(self) -> Self {
                 self.wrapping_abs()
             }
@@ -180,19 +184,6 @@ macro_rules! int_impl {
     };
     ($t:ty, unsigned) => {
         impl Int for $t {
-            const ZERO: Self = 0;
-            fn wadd(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            fn wsub(self, o: Self) -> Self {
-                self.wrapping_sub(o)
-            }
-            fn wmul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            fn wneg(self) -> Self {
-                self.wrapping_neg()
-            }
             fn wabs(self) -> Self {
                 self
             }
@@ -224,7 +215,7 @@ fn unary_int<I: Int>(op: UnaryOp, v: &[I]) -> Result<CpuData> {
         Square => I::wrap(map_vec(v, |x| x.wmul(x))),
         Floor | Ceil | Round => I::wrap(v.to_vec()),
         IsNan | IsInf => CpuData::Bool(vec![false; v.len()]),
-        LogicalNot => CpuData::Bool(map_vec(v, |x| x == I::ZERO)),
+        LogicalNot => CpuData::Bool(map_vec(v, |x| x.is_zero())),
         _ => return Err(unsupported(&format!("{op:?}"), I::DTYPE)),
     })
 }
