@@ -7,6 +7,12 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// Splits `shape` around `axis` into (outer, axis length, inner) element counts: the
+/// view every kernel that works along one axis takes.
+pub fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (numel(&shape[..axis]), shape[axis], numel(&shape[axis + 1..]))
+}
+
 /// Row-major strides, in elements.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];

@@ -3,15 +3,10 @@
 use super::storage::{CpuData, CpuElem, map_data};
 use crate::error::{Error, Result};
 use crate::primitive::ScatterMode;
-use crate::shape::{StridedIter, contiguous_strides, numel};
+use crate::shape::{StridedIter, contiguous_strides, numel, split_axis};
 
 pub(super) fn as_strided(x: &CpuData, shape: &[usize], strides: &[isize], offset: usize) -> CpuData {
     map_data!(x, |v| StridedIter::new(shape, strides, offset as isize).map(|i| v[i]).collect())
-}
-
-/// Splits `shape` around `axis` into (outer, axis length, inner) element counts.
-pub(crate) fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (numel(&shape[..axis]), shape[axis], numel(&shape[axis + 1..]))
 }
 
 pub(super) fn concatenate(ins: &[&CpuData], shapes: &[&[usize]], axis: usize, out: &[usize]) -> CpuData {

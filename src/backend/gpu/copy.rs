@@ -6,10 +6,11 @@ use super::elementwise::merge_axes;
 use super::encoder::dispatch_1d;
 use super::pipeline::{check_rank, pipeline};
 use super::shader::Kernel;
-use super::{i32_param, split_axis, u32_param};
+use super::{i32_param, u32_param};
 use crate::error::Result;
 use crate::primitive::Meta;
 use crate::shape::numel;
+use crate::shape::split_axis;
 use crate::stream::Stream;
 
 pub(crate) fn as_strided(

@@ -5,11 +5,12 @@ use super::context::context;
 use super::encoder::{copy, dispatch_1d};
 use super::pipeline::pipeline;
 use super::shader::Kernel;
-use super::{split_axis, u32_param};
+use super::u32_param;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::primitive::{Meta, ScatterMode};
 use crate::shape::numel;
+use crate::shape::split_axis;
 use crate::stream::Stream;
 
 /// Inputs `(src, indices)`; output shaped like `indices`.

@@ -178,11 +178,6 @@ fn announce_ready() -> Result<()> {
     Ok(())
 }
 
-/// `[outer, len, inner]` view of `shape` around `axis`.
-pub(crate) fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (numel(&shape[..axis]), shape[axis], numel(&shape[axis + 1..]))
-}
-
 /// A `u32` parameter, or an `Err` if the value does not fit.
 pub(crate) fn u32_param(what: &str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))

@@ -10,10 +10,11 @@ use super::context::context;
 use super::encoder::{dispatch, dispatch_1d, grid};
 use super::pipeline::pipeline;
 use super::shader::Kernel;
-use super::{split_axis, u32_param};
+use super::u32_param;
 use crate::error::Result;
 use crate::primitive::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::shape::numel;
+use crate::shape::split_axis;
 use crate::stream::Stream;
 
 /// Rows at least this long get a workgroup each.
