@@ -73,7 +73,10 @@ where
         // Many small matrices: one thread per batch.
         c.par_chunks_mut(m * n).zip(offs.par_iter()).for_each(|(cm, x)| run(x, cm, 1));
     } else {
-        let t = if per_batch_flops >= (1 << 15) { threads } else { 1 };
+        // Waking a second thread costs more than it saves below ~160³ (measured on the
+        // 2-core CI machine: 128³ ran at ~165 GFLOP/s on one thread, ~110 on two; 256³ at
+        // ~175 on one, 205–285 on two).
+        let t = if per_batch_flops >= (1 << 22) { threads } else { 1 };
         for (cm, x) in c.chunks_mut(m * n).zip(offs.iter()) {
             run(x, cm, t);
         }
