@@ -4,8 +4,8 @@
 //! cargo run --release --example matmul_bench -- [--device cpu|gpu] [--sizes 1024,2048,4096]
 //!     [--dtypes f32,f16] [--iters N]
 //! ```
-//! For each size and dtype: GFLOP/s (2·n³ per matmul) over `--iters` matmuls, inputs
-//! resident on the device, best of three rounds. Like `for _ in range(iters): c = a @ b` in NumPy or PyTorch, each
+//! For each size and dtype: GFLOP/s (2·n³ per matmul), inputs resident on the device,
+//! after 0.5 s of warm-up, best of three rounds of at least `--iters` matmuls and ~0.2 s. Like `for _ in range(iters): c = a @ b` in NumPy or PyTorch, each
 //! result is evaluated and dropped before the next matmul is built, so its memory is
 //! recycled; on the GPU the matmuls queue up behind each other and the stream is
 //! synchronized once, before the clock stops. Then the first rows of a result are checked
@@ -79,19 +79,29 @@ fn main() -> lazuli::Result<()> {
                 Ok::<_, lazuli::Error>((a, b))
             })?;
             lazuli::eval(&[&a, &b])?;
-            // Warm-up: compiles the kernel and fills the buffer pool.
+            // Warm-up: compiles the kernel, fills the buffer pool, and keeps the device busy
+            // for half a second so its clocks have ramped up (an idle GPU clocks down).
             let c = lazuli::with_stream(&s, || a.matmul(&b))?;
             c.eval()?;
             lazuli::synchronize(&s)?;
+            let (warm, mut runs) = (Instant::now(), 0u32);
+            while warm.elapsed().as_secs_f64() < 0.5 {
+                lazuli::with_stream(&s, || a.matmul(&b))?.eval()?;
+                lazuli::synchronize(&s)?;
+                runs += 1;
+            }
+            // At least `--iters` per round, and enough for ~0.2 s.
+            let per = warm.elapsed().as_secs_f64() / runs as f64;
+            let iters = o.iters.max((0.2 / per).ceil() as usize);
             // Best of three rounds, as scripts/numpy_matmul.py and scripts/torch_matmul.py do.
             let mut secs = f64::INFINITY;
             for _ in 0..3 {
                 let t = Instant::now();
-                for _ in 0..o.iters {
+                for _ in 0..iters {
                     lazuli::with_stream(&s, || a.matmul(&b))?.eval()?;
                 }
                 lazuli::synchronize(&s)?;
-                secs = secs.min(t.elapsed().as_secs_f64() / o.iters as f64);
+                secs = secs.min(t.elapsed().as_secs_f64() / iters as f64);
             }
             let err = check(&a, &b, &c, n)?;
             let gflops = 2.0 * (n as f64).powi(3) / secs / 1e9;

@@ -480,9 +480,13 @@ fn index_ops() {
 
 #[test]
 fn matmul_ops() {
-    let cases: [(&[usize], &[usize]); 10] = [
-        // Multiples of 4 take the tuned kernel's vec4 path; several tiles, broadcast batch.
+    let cases: [(&[usize], &[usize]); 12] = [
+        // Multiples of 4 take the tuned kernel's vec4 path (and, for f16 on adapters with
+        // cooperative matrices, the tensor-core kernel); several tiles, broadcast batch,
+        // K not a multiple of the slab depth, M not a multiple of the tile.
         (&[260, 132], &[132, 68]),
+        (&[2, 300, 520], &[2, 520, 136]),
+        (&[1030, 68], &[68, 260]),
         (&[256, 128], &[128, 512]),
         (&[3, 64, 64], &[64, 64]),
         // Batch dims that cannot merge into one axis: the simple kernel.

@@ -18,6 +18,9 @@ pub(crate) struct Context {
     pub(crate) limits: wgpu::Limits,
     /// `SHADER_F16` was granted: f16 kernels can be built.
     pub(crate) has_f16: bool,
+    /// Cooperative matrices (16x16x16, f16 in, f32 accumulate) on 32-wide subgroups were
+    /// granted: the tensor-core f16 matmul can run.
+    pub(crate) has_coop: bool,
     /// Adapter name and backend, for messages.
     pub(crate) description: String,
     pub(crate) info: wgpu::AdapterInfo,
@@ -76,13 +79,24 @@ fn init() -> std::result::Result<Context, String> {
     let adapter = pick_adapter(&instance)?;
     crate::lifecycle::install_exit_hook();
     let info = adapter.get_info();
-    let wanted = wgpu::Features::SHADER_F16;
-    let features = adapter.features() & wanted;
+    let coop = wants_coop(&adapter, &info);
+    let mut features = adapter.features() & wgpu::Features::SHADER_F16;
+    if coop {
+        features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+    }
     let limits = adapter.limits();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("lazuli"),
         required_features: features,
         required_limits: limits.clone(),
+        // SAFETY: wgpu marks experimental features unsafe because they are less tested. Only
+        // cooperative matrices are used, only where the adapter reports the exact shape the
+        // kernel needs, and `LAZULI_NO_COOP=1` turns them off.
+        experimental_features: if coop {
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        },
         ..Default::default()
     }))
     .map_err(|e| format!("gpu(0): {} ({:?}) refused a device: {e}", info.name, info.backend))?;
@@ -95,6 +109,7 @@ fn init() -> std::result::Result<Context, String> {
         device,
         queue,
         has_f16: features.contains(wgpu::Features::SHADER_F16),
+        has_coop: coop,
         description: format!("{} ({:?})", info.name, info.backend),
         info,
         limits,
@@ -102,6 +117,22 @@ fn init() -> std::result::Result<Context, String> {
         lost: AtomicBool::new(false),
         lost_reason: Mutex::new(String::new()),
     })
+}
+
+/// Whether to ask for cooperative matrices: the adapter offers them with f16 and 16x16x16
+/// f16 x f16 -> f32 fragments, its subgroups are exactly 32 wide (the coop matmul's layout),
+/// and `LAZULI_NO_COOP` is not `1`.
+fn wants_coop(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> bool {
+    use wgpu::CooperativeScalarType as S;
+    let want = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
+    std::env::var("LAZULI_NO_COOP").map_or(true, |v| v != "1")
+        && adapter.features().contains(want)
+        && info.subgroup_min_size == 32
+        && info.subgroup_max_size == 32
+        && adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == S::F16 && p.cr_type == S::F32)
 }
 
 /// `WGPU_ADAPTER_NAME` (a case-insensitive substring) picks among the adapters; else

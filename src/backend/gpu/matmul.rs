@@ -2,13 +2,15 @@
 //! `shader::f16_storage`:
 //! workgroup-memory and register tiles, vec4 loads, double buffering) takes every case
 //! whose batch dims merge into one strided axis (broadcasting included); other batch
-//! layouts use the simple tiled kernel (`shaders/matmul_simple.wgsl`).
+//! layouts use the simple tiled kernel (`shaders/matmul_simple.wgsl`). f16 on a device with
+//! cooperative matrices goes to the tensor-core kernel (`matmul_coop`) where it aligns.
 
 use super::buffer::{GpuBuffer, alloc};
 use super::context::Context;
 use super::context::context;
 use super::elementwise::merge_axes;
 use super::encoder::dispatch;
+use super::matmul_coop;
 use super::pipeline::{check_rank, pipeline};
 use super::shader::{Kernel, TileConfig};
 use super::{i32_param, u32_param};
@@ -103,15 +105,21 @@ fn tuned(
     batches: usize,
     (a_bs, b_bs): (isize, isize),
 ) -> Result<GpuBuffer> {
+    let (a_bs, b_bs) = (a_bs as usize, b_bs as usize); // broadcast strides are >= 0
+    let u = |v: usize| u32_param("matmul", v);
+    let mut w = [0u32; 16];
+    w[..7].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(k)?, u(n)?, u(n)?]);
+    w[12..15].copy_from_slice(&[u(a_bs)?, u(b_bs)?, u(m * n)?]);
+    u(batches * m * n.max(k))?;
+    if matmul_coop::eligible(ctx, dtype, n, k, (a_bs, b_bs))
+        && let Some(o) = matmul_coop::launch(ctx, s, ins, (m, n), batches, (a_bs, b_bs), w)?
+    {
+        return Ok(o);
+    }
     let cfg = pick(ctx, m, n, batches)?;
     let entry = if n % 4 == 0 && k % 4 == 0 { "matmul_vec4" } else { "matmul_scalar" };
     let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
     let o = alloc(s, dtype, batches * m * n)?;
-    let u = |v: usize| u32_param("matmul", v);
-    let mut w = [0u32; 16];
-    w[..7].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(k)?, u(n)?, u(n)?]);
-    w[12..15].copy_from_slice(&[i32_param("matmul", a_bs)?, i32_param("matmul", b_bs)?, u(m * n)?]);
-    u(batches * m * n.max(k))?;
     let (gx, gy) = (n.div_ceil(cfg.bn as usize), m.div_ceil(cfg.bm as usize));
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
     if gx > max || gy > max {
@@ -122,8 +130,8 @@ fn tuned(
     while first < batches {
         let count = (batches - first).min(max);
         w[3] = count as u32;
-        w[8] = u(first * a_bs as usize)?;
-        w[9] = u(first * b_bs as usize)?;
+        w[8] = u(first * a_bs)?;
+        w[9] = u(first * b_bs)?;
         w[10] = u(first * m * n)?;
         dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;

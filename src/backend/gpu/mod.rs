@@ -25,6 +25,7 @@ mod encoder;
 mod fill;
 mod index;
 mod matmul;
+mod matmul_coop;
 mod pipeline;
 mod random;
 mod readback;
@@ -34,7 +35,7 @@ mod shader;
 use std::sync::{Arc, OnceLock};
 
 pub use buffer::GpuBuffer;
-pub use shader::{Kernel, shader_source, shader_variants};
+pub use shader::{CoopConfig, Kernel, shader_source, shader_variants};
 
 use crate::backend::{Backend, Buffer, Input};
 use crate::dtype::DType;
@@ -54,19 +55,21 @@ pub fn backend(index: u32) -> Result<Arc<dyn Backend>> {
     Ok(B.get_or_init(|| Arc::new(GpuBackend)).clone())
 }
 
-/// One line about the adapter `gpu(0)` uses: name, backend, type, driver, f16 support.
+/// One line about the adapter `gpu(0)` uses: name, backend, type, driver, f16 and
+/// cooperative-matrix (tensor-core f16 matmul) support.
 /// `Err` when there is none (the same error `Device::gpu(0)` gives).
 pub fn adapter_summary() -> Result<String> {
     let c = context::context()?;
     let i = &c.info;
     Ok(format!(
-        "{} ({:?}, {:?}, driver {} {}){}",
+        "{} ({:?}, {:?}, driver {} {}){}{}",
         i.name,
         i.backend,
         i.device_type,
         i.driver,
         i.driver_info,
-        if c.has_f16 { ", f16" } else { "" }
+        if c.has_f16 { ", f16" } else { "" },
+        if c.has_coop { ", coop-matrix" } else { "" }
     ))
 }
 

@@ -57,7 +57,8 @@ pub(crate) fn pipeline(
                 // SAFETY: the tuned matmul guards every global access against M, N, K and
                 // its loops have constant or K-derived bounds; wgpu's injected index clamps
                 // and loop bounding would only cost speed in its inner loop.
-                Kernel::Matmul(_) => unsafe {
+                // The same holds for the coop matmul.
+                Kernel::Matmul(_) | Kernel::MatmulCoop(_) => unsafe {
                     ctx.device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
                 },
                 _ => ctx.device.create_shader_module(desc),

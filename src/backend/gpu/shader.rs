@@ -8,6 +8,7 @@
 //! Ops within a family are chosen with pipeline-overridable constants (`override OP`),
 //! which the driver folds, so the branch costs nothing at run time.
 
+pub use super::matmul_coop::CoopConfig;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
@@ -31,6 +32,9 @@ pub enum Kernel {
     MatmulSimple,
     /// The tuned matmul (`matmul.wgsl`; f16 storage by text rewrite) with one tile configuration.
     Matmul(TileConfig),
+    /// The f16 tensor-core matmul (`matmul_coop.wgsl`, a template unrolled per configuration);
+    /// needs a device with cooperative matrices.
+    MatmulCoop(CoopConfig),
 }
 
 /// Tile configuration of the tuned matmul: a `BM x BN` output tile per workgroup, `BK`
@@ -79,7 +83,7 @@ impl TileConfig {
 
 impl Kernel {
     /// Every kernel family.
-    pub const ALL: [Kernel; 8] = [
+    pub const ALL: [Kernel; 9] = [
         Kernel::Fill,
         Kernel::Elementwise,
         Kernel::Reduce,
@@ -88,6 +92,7 @@ impl Kernel {
         Kernel::Random,
         Kernel::MatmulSimple,
         Kernel::Matmul(TileConfig::TABLE[0]),
+        Kernel::MatmulCoop(CoopConfig::TABLE[0]),
     ];
 
     /// The family's WGSL file name.
@@ -101,6 +106,7 @@ impl Kernel {
             Kernel::Random => "random.wgsl",
             Kernel::MatmulSimple => "matmul_simple.wgsl",
             Kernel::Matmul(_) => "matmul.wgsl",
+            Kernel::MatmulCoop(_) => "matmul_coop.wgsl",
         }
     }
 
@@ -113,7 +119,9 @@ impl Kernel {
             Kernel::Index => include_str!("../../../shaders/index.wgsl"),
             Kernel::Random => include_str!("../../../shaders/random.wgsl"),
             Kernel::MatmulSimple => include_str!("../../../shaders/matmul_simple.wgsl"),
+            // Templates: `shader_source` fills them in.
             Kernel::Matmul(_) => MATMUL_F32,
+            Kernel::MatmulCoop(_) => super::matmul_coop::TEMPLATE,
         }
     }
 
@@ -123,6 +131,7 @@ impl Kernel {
         match self {
             Kernel::Random => &[DType::U32],
             Kernel::MatmulSimple | Kernel::Matmul(_) => &[DType::F16, DType::F32],
+            Kernel::MatmulCoop(_) => &[DType::F16],
             _ => ALL,
         }
     }
@@ -137,8 +146,9 @@ const TYPES_BOOL: &str = include_str!("../../../shaders/types_bool.wgsl");
 /// Every `(kernel, dtype)` pair the backend can build, f16 included (whether the
 /// adapter supports f16 is checked when a kernel is built, not here).
 pub fn shader_variants() -> Vec<(Kernel, DType)> {
-    let tuned = TileConfig::TABLE.iter().map(|&c| Kernel::Matmul(c));
-    Kernel::ALL.iter().copied().chain(tuned.skip(1)).flat_map(|k| k.dtypes().iter().map(move |&d| (k, d))).collect()
+    let tuned = TileConfig::TABLE.iter().skip(1).map(|&c| Kernel::Matmul(c));
+    let coop = CoopConfig::TABLE.iter().skip(1).map(|&c| Kernel::MatmulCoop(c));
+    Kernel::ALL.iter().copied().chain(tuned).chain(coop).flat_map(|k| k.dtypes().iter().map(move |&d| (k, d))).collect()
 }
 
 const MATMUL_F32: &str = include_str!("../../../shaders/matmul.wgsl");
@@ -186,8 +196,10 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
             msg: format!("{} has no {dtype} kernel; convert with astype(DType::F32) or use the CPU", kernel.file()),
         });
     }
-    if let Kernel::Matmul(cfg) = kernel {
-        return Ok(tuned_matmul_source(cfg, dtype));
+    match kernel {
+        Kernel::Matmul(cfg) => return Ok(tuned_matmul_source(cfg, dtype)),
+        Kernel::MatmulCoop(cfg) => return Ok(super::matmul_coop::source(cfg)),
+        _ => {}
     }
     let (header, types) = match dtype {
         DType::F32 => {
