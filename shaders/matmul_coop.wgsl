@@ -7,7 +7,7 @@
 // each `// @generate <part>` line with code unrolled for that configuration. Unrolled, with
 // one variable per accumulator fragment, it ran 3.6-4.4x faster on an H200 than the same
 // kernel written with loops over `array<coop_mat16x16<..>>` and single-buffered (kernel
-// alone, GPU timestamps): 146 / 123 / 127 vs 33 / 34 / 35 TFLOP/s at n = 2048 / 4096 / 8192.
+// alone, GPU timestamps): 146 / 123 / 127 vs 33 / 33.5 / 35 TFLOP/s at n = 2048 / 4096 / 8192.
 //
 // BINDINGS (group 0), as matmul.wgsl:
 //   0: P  var<storage, read>        Params (16 x u32, same fields as matmul.wgsl; flags must be 0)
