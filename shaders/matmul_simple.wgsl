@@ -1,7 +1,9 @@
 // ---- matmul_simple.wgsl: a simple, correct tiled matmul (f32 or f16, f32 accumulation) ----
-// C[b] = A[b] @ B[b] with A [.., M, K], B [.., K, N] contiguous; batch dims broadcast via
-// per-batch offsets computed from the output batch index with batch strides (0 = broadcast).
+// C[b] = A[b] @ B[b] with A [.., M, K], B [.., K, N] contiguous (or stored transposed,
+// [.., K, M] / [.., N, K], per the flags); batch dims broadcast via per-batch offsets
+// computed from the output batch index with batch strides (0 = broadcast).
 // P: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
+//    [5] flags: bit 0 = A stored transposed, bit 1 = B stored transposed,
 //    [8..16] output batch shape, [16..24] A batch strides, [24..32] B batch strides
 //    (i32 bits, in elements).
 // Grid: x over N / 16, y over M / 16, z over batches (at most the per-dimension limit per
@@ -20,6 +22,8 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l
     let m_dim = P[0];
     let n_dim = P[1];
     let k_dim = P[2];
+    let trans_a = (P[5] & 1u) != 0u;
+    let trans_b = (P[5] & 2u) != 0u;
     let batch = P[4] + wid.z;
     let a_base = u32(strided_offset(batch, P[3], 8u, 16u));
     let b_base = u32(strided_offset(batch, P[3], 8u, 24u));
@@ -32,11 +36,11 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l
         let kb = t * TILE + lid.y;
         var va = 0.0;
         if row < m_dim && ka < k_dim {
-            va = f32(MA[a_base + row * k_dim + ka]);
+            va = f32(MA[select(a_base + row * k_dim + ka, a_base + ka * m_dim + row, trans_a)]);
         }
         var vb = 0.0;
         if kb < k_dim && col < n_dim {
-            vb = f32(MB[b_base + kb * n_dim + col]);
+            vb = f32(MB[select(b_base + kb * n_dim + col, b_base + col * k_dim + kb, trans_b)]);
         }
         TA[lid.y][lid.x] = va;
         TB[lid.y][lid.x] = vb;

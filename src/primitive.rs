@@ -224,8 +224,16 @@ pub enum Primitive {
         mode: ScatterMode,
     },
     /// Inputs `a: [..., M, K]`, `b: [..., K, N]` of one float dtype, batch dims
-    /// broadcastable; output `[broadcast(batch), M, N]`.
-    Matmul,
+    /// broadcastable; output `[broadcast(batch), M, N]`. With `trans_a`, input 0 holds A
+    /// with its last two axes swapped (`[..., K, M]`) and is read transposed in place;
+    /// likewise `trans_b` (`[..., N, K]`). `ops` sets them for transposed views, so a
+    /// transpose feeding a matmul is never copied.
+    Matmul {
+        /// Input 0 is stored `[..., K, M]`.
+        trans_a: bool,
+        /// Input 1 is stored `[..., N, K]`.
+        trans_b: bool,
+    },
 }
 
 impl Primitive {
@@ -248,7 +256,7 @@ impl Primitive {
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::Gather { .. } => "gather",
             Primitive::Scatter { .. } => "scatter",
-            Primitive::Matmul => "matmul",
+            Primitive::Matmul { .. } => "matmul",
         }
     }
 }

@@ -513,6 +513,26 @@ fn matmul_ops() {
         let b = f32s(5 * 33, 85, -1.0, 1.0, &[5, 33])?.transpose(&[1, 0])?;
         a.matmul(&b)
     });
+    // Transposed operands are read in place (kernel flags): vec4 and scalar paths, batched
+    // (tuned kernel), unmergeable batch dims (simple kernel), f16.
+    let trans: [(&[usize], &[usize], bool, bool); 5] = [
+        (&[132, 260], &[132, 68], true, false),
+        (&[260, 132], &[68, 132], false, true),
+        (&[3, 40, 65], &[3, 36, 40], true, true),
+        (&[2, 1, 12, 9], &[1, 3, 12, 8], true, false),
+        (&[7, 33], &[5, 7], true, true),
+    ];
+    for (sa, sb, ta, tb) in trans {
+        let (na, nb) = (sa.iter().product(), sb.iter().product());
+        let t = |x: Array, on: bool| if on { x.swapaxes(-1, -2) } else { Ok(x) };
+        check(&format!("matmul transposed {sa:?}{ta} {sb:?}{tb}"), RED, || {
+            t(f32s(na, 88, -1.0, 1.0, sa)?, ta)?.matmul(&t(f32s(nb, 89, -1.0, 1.0, sb)?, tb)?)
+        });
+        check_f16(&format!("matmul f16 transposed {sa:?}{ta} {sb:?}{tb}"), HALF, || {
+            let a = t(f32s(na, 90, -1.0, 1.0, sa)?.astype(DType::F16)?, ta)?;
+            a.matmul(&t(f32s(nb, 91, -1.0, 1.0, sb)?.astype(DType::F16)?, tb)?)
+        });
+    }
     check("matmul K = 0", EXACT, || lazuli::zeros(&[3, 0], DType::F32)?.matmul(&lazuli::zeros(&[0, 4], DType::F32)?));
     check("matmul vector", RED, || f32s(19, 86, -1.0, 1.0, &[19])?.matmul(&f32s(19 * 3, 87, -1.0, 1.0, &[19, 3])?));
 }

@@ -26,6 +26,31 @@ fn matmul_2d_and_vectors() {
 }
 
 #[test]
+fn matmul_of_transposed_views() {
+    // Transposed views reach the kernels untransposed, flagged to be read in place.
+    let a = f32s(6, &[2, 3], 0.0);
+    let b = f32s(8, &[2, 4], 0.0);
+    check(
+        a.transpose(&[1, 0]).unwrap().matmul(&b),
+        &[3, 4],
+        &[12.0, 15.0, 18.0, 21.0, 16.0, 21.0, 26.0, 31.0, 20.0, 27.0, 34.0, 41.0],
+    );
+    let x = f32s(12, &[2, 3, 2], 0.0);
+    let y = f32s(12, &[2, 2, 3], 0.0);
+    check(
+        x.swapaxes(1, 2).unwrap().matmul(&y.swapaxes(1, 2).unwrap()),
+        &[2, 2, 2],
+        &[10.0, 28.0, 13.0, 40.0, 172.0, 244.0, 193.0, 274.0],
+    );
+    // The same through integers (computed in f32) and f64.
+    let xi = x.astype(DType::I32).unwrap().swapaxes(1, 2).unwrap();
+    check(xi.matmul(&y.swapaxes(1, 2).unwrap()), &[2, 2, 2], &[10.0, 28.0, 13.0, 40.0, 172.0, 244.0, 193.0, 274.0]);
+    let x64 = x.astype(DType::F64).unwrap().swapaxes(1, 2).unwrap();
+    let got = x64.matmul(&y.astype(DType::F64).unwrap().swapaxes(1, 2).unwrap()).unwrap();
+    assert_eq!(got.to_vec::<f64>().unwrap(), [10.0, 28.0, 13.0, 40.0, 172.0, 244.0, 193.0, 274.0]);
+}
+
+#[test]
 fn matmul_batches_broadcast() {
     let a = f32s(12, &[2, 2, 3], 0.0);
     let b = f32s(12, &[3, 4], 1.0);

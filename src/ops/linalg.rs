@@ -1,11 +1,11 @@
 //! Linear algebra: matmul (NumPy's rules, lowered to `Matmul`) and outer (a broadcast
 //! `Binary` multiply).
 
-use crate::array::Array;
+use crate::array::{Array, State};
 use crate::dtype::{DType, promote};
 use crate::error::{Error, Result};
 use crate::primitive::{BinaryOp, Primitive};
-use crate::shape::broadcast_shapes;
+use crate::shape::{broadcast_shapes, contiguous_strides};
 
 impl Array {
     /// Matrix product with NumPy's `matmul` rules: a 1-D left operand is a row vector and
@@ -39,15 +39,15 @@ impl Array {
             v.extend_from_slice(s);
             v
         };
-        let a = self.astype(dtype)?.reshape_to(pad(&a_shape))?;
-        let b = other.astype(dtype)?.reshape_to(pad(&b_shape))?;
+        let (a, trans_a) = transposed_source(self.astype(dtype)?.reshape_to(pad(&a_shape))?);
+        let (b, trans_b) = transposed_source(other.astype(dtype)?.reshape_to(pad(&b_shape))?);
         let mut out = batch.clone();
         out.extend_from_slice(&[m, n]);
         let prod = if k == 0 {
             // An empty sum; kernels never see a zero-length inner axis.
             Array::from_op(Primitive::Full { value: 0.0 }, vec![], out.clone(), dtype)?
         } else {
-            Array::from_op(Primitive::Matmul, vec![a, b], out.clone(), dtype)?
+            Array::from_op(Primitive::Matmul { trans_a, trans_b }, vec![a, b], out.clone(), dtype)?
         };
         let mut result = batch;
         if sa.len() > 1 {
@@ -66,6 +66,31 @@ impl Array {
     }
 }
 
+/// `(source, true)` when `x` is a still-pending view that only swaps the last two axes of a
+/// same-rank array (`transpose`, `swapaxes(-1, -2)`, `.T` of a matrix), so the matmul reads
+/// the source transposed instead of copying it; else `(x, false)`.
+fn transposed_source(x: Array) -> (Array, bool) {
+    let src = {
+        let State::Pending { op: Primitive::AsStrided { strides, offset: 0 }, inputs } = &*x.0.lock() else {
+            return (x, false);
+        };
+        let src = &inputs[0];
+        let r = src.shape().len();
+        let mut want_shape = src.shape().to_vec();
+        let mut want_strides = contiguous_strides(src.shape());
+        if r < 2 || r != x.shape().len() {
+            return (x.clone(), false);
+        }
+        want_shape.swap(r - 2, r - 1);
+        want_strides.swap(r - 2, r - 1);
+        if want_shape != x.shape() || &want_strides != strides {
+            return (x.clone(), false);
+        }
+        src.clone()
+    };
+    (src, true)
+}
+
 /// Outer product of the flattened operands: `out[i, j] = a[i] * b[j]`, shape `[a.size(),
 /// b.size()]`, dtype promoted (bool gives the logical and).
 pub fn outer(a: &Array, b: &Array) -> Result<Array> {
@@ -75,4 +100,38 @@ pub fn outer(a: &Array, b: &Array) -> Result<Array> {
     let b = b.astype(dtype)?.reshape_to(vec![1, m])?;
     let op = if dtype == DType::Bool { BinaryOp::LogicalAnd } else { BinaryOp::Mul };
     Array::from_op(Primitive::Binary(op), vec![a, b], vec![n, m], dtype)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::array::{Array, State};
+    use crate::primitive::Primitive;
+
+    /// The matmul node of `x` (looking through the final reshape) and its input pointers.
+    fn matmul_node(x: &Array) -> (Primitive, Vec<*const crate::array::Node>) {
+        let mut cur = x.clone();
+        loop {
+            let next = match &*cur.0.lock() {
+                State::Pending { op: op @ Primitive::Matmul { .. }, inputs } => {
+                    return (op.clone(), inputs.iter().map(|i| i.ptr()).collect());
+                }
+                State::Pending { inputs, .. } => inputs[0].clone(),
+                _ => panic!("no pending matmul"),
+            };
+            cur = next;
+        }
+    }
+
+    #[test]
+    fn transposed_views_are_read_in_place() {
+        let a = Array::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+        let b = Array::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[3, 2]).unwrap();
+        let (op, ins) = matmul_node(&a.transpose(&[1, 0]).unwrap().matmul(&b.transpose(&[1, 0]).unwrap()).unwrap());
+        assert!(matches!(op, Primitive::Matmul { trans_a: true, trans_b: true }));
+        assert_eq!(ins, [a.ptr(), b.ptr()]);
+        // A permutation that moves a batch axis is not a matrix transpose: copied first.
+        let c = Array::from_slice(&[0f32; 12], &[2, 2, 3]).unwrap();
+        let (op, _) = matmul_node(&c.transpose(&[1, 0, 2]).unwrap().matmul(&c.transpose(&[0, 2, 1]).unwrap()).unwrap());
+        assert!(matches!(op, Primitive::Matmul { trans_a: false, trans_b: true }));
+    }
 }

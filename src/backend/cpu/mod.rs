@@ -94,7 +94,9 @@ impl Backend for CpuBackend {
             Primitive::Concatenate { axis } => copy::concatenate(&ins, &shapes, *axis, &out.shape),
             Primitive::Gather { axis } => copy::gather(ins[0], shapes[0], ins[1], shapes[1], *axis)?,
             Primitive::Scatter { axis, mode } => copy::scatter(&ins, &shapes, *axis, *mode)?,
-            Primitive::Matmul => matmul::matmul(ins[0], shapes[0], ins[1], shapes[1], &out.shape)?,
+            Primitive::Matmul { trans_a, trans_b } => {
+                matmul::matmul(ins[0], shapes[0], ins[1], shapes[1], &out.shape, (*trans_a, *trans_b))?
+            }
             #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::Unsupported {

@@ -20,8 +20,15 @@ use crate::primitive::Meta;
 use crate::shape::{broadcast_strides, numel};
 use crate::stream::Stream;
 
-/// `a: [..., M, K] @ b: [..., K, N]` with broadcast batch dims.
-pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &Meta) -> Result<GpuBuffer> {
+/// `a: [..., M, K] @ b: [..., K, N]` with broadcast batch dims; `(ta, tb)`: an operand is
+/// stored with its last two axes swapped and read transposed in place.
+pub(crate) fn matmul(
+    s: &Stream,
+    ins: &[&GpuBuffer],
+    shapes: &[&[usize]],
+    out: &Meta,
+    (ta, tb): (bool, bool),
+) -> Result<GpuBuffer> {
     let ctx = context()?;
     let dtype = ins[0].dtype;
     if !matches!(dtype, DType::F32 | DType::F16) {
@@ -30,7 +37,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &
     let (sa, sb) = (shapes[0], shapes[1]);
     let r = out.shape.len();
     let (m, n) = (out.shape[r - 2], out.shape[r - 1]);
-    let k = sa[sa.len() - 1];
+    let k = if ta { sa[sa.len() - 2] } else { sa[sa.len() - 1] };
     let out_batch = &out.shape[..r - 2];
     let batches = numel(out_batch);
     let mut sa_b = broadcast_strides(&sa[..sa.len() - 2], out_batch);
@@ -44,7 +51,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &
     let (bshape, bstrides) = merge_axes(out_batch, &[sa_b, sb_b]);
     if bshape.len() <= 1 {
         let (a_bs, b_bs) = if bshape.len() == 1 { (bstrides[0][0], bstrides[1][0]) } else { (0, 0) };
-        return tuned(ctx, s, ins, dtype, (m, n, k), batches, (a_bs, b_bs));
+        return tuned(ctx, s, ins, dtype, (m, n, k), batches, (a_bs, b_bs), (ta, tb));
     }
     check_rank("matmul", bshape.len())?;
     let mut w = vec![0u32; 32];
@@ -52,6 +59,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &
     w[1] = u32_param("matmul", n)?;
     w[2] = u32_param("matmul", k)?;
     w[3] = bshape.len() as u32;
+    w[5] = ta as u32 | (tb as u32) << 1;
     u32_param("matmul", batches * m * n)?;
     for (i, &d) in bshape.iter().enumerate() {
         w[8 + i] = u32_param("matmul", d)?;
@@ -96,6 +104,7 @@ fn pick(ctx: &Context, m: usize, n: usize, batches: usize) -> Result<TileConfig>
 }
 
 /// The tuned kernel: batch `b` of A starts at `b * a_bs` (0 broadcasts), likewise B.
+#[allow(clippy::too_many_arguments)]
 fn tuned(
     ctx: &Context,
     s: &Stream,
@@ -104,20 +113,26 @@ fn tuned(
     (m, n, k): (usize, usize, usize),
     batches: usize,
     (a_bs, b_bs): (isize, isize),
+    (ta, tb): (bool, bool),
 ) -> Result<GpuBuffer> {
     let (a_bs, b_bs) = (a_bs as usize, b_bs as usize); // broadcast strides are >= 0
     let u = |v: usize| u32_param("matmul", v);
+    // Row strides of the stored operands: A is K x M when transposed, B is N x K.
+    let (lda, ldb) = (if ta { m } else { k }, if tb { k } else { n });
     let mut w = [0u32; 16];
-    w[..7].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(k)?, u(n)?, u(n)?]);
+    w[..8].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(lda)?, u(ldb)?, u(n)?, ta as u32 | (tb as u32) << 1]);
     w[12..15].copy_from_slice(&[u(a_bs)?, u(b_bs)?, u(m * n)?]);
     u(batches * m * n.max(k))?;
-    if matmul_coop::eligible(ctx, dtype, n, k, (a_bs, b_bs))
+    if !ta
+        && !tb
+        && matmul_coop::eligible(ctx, dtype, n, k, (a_bs, b_bs))
         && let Some(o) = matmul_coop::launch(ctx, s, ins, (m, n), batches, (a_bs, b_bs), w)?
     {
         return Ok(o);
     }
     let cfg = pick(ctx, m, n, batches)?;
-    let entry = if n % 4 == 0 && k % 4 == 0 { "matmul_vec4" } else { "matmul_scalar" };
+    // vec4 loads run along the stored rows: K (M if A is transposed), N (K if B is).
+    let entry = if [n, lda, ldb].iter().all(|v| v.is_multiple_of(4)) { "matmul_vec4" } else { "matmul_scalar" };
     let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
     let o = alloc(s, dtype, batches * m * n)?;
     let (gx, gy) = (n.div_ceil(cfg.bn as usize), m.div_ceil(cfg.bm as usize));

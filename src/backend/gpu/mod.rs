@@ -153,7 +153,7 @@ impl Backend for GpuBackend {
             Primitive::Scan { op, axis, reverse } => reduce::scan(s, *op, ins[0], shapes[0], *axis, *reverse)?,
             Primitive::Gather { axis } => index::gather(s, &ins, &shapes, *axis, out)?,
             Primitive::Scatter { axis, mode } => index::scatter(s, &ins, &shapes, *axis, *mode)?,
-            Primitive::Matmul => matmul::matmul(s, &ins, &shapes, out)?,
+            Primitive::Matmul { trans_a, trans_b } => matmul::matmul(s, &ins, &shapes, out, (*trans_a, *trans_b))?,
             #[allow(unreachable_patterns)]
             other => return Err(unsupported(format!("no kernel for {}", other.name()))),
         };
