@@ -10,13 +10,15 @@
 // alone, GPU timestamps): 146 / 123 / 127 vs 33 / 33.5 / 35 TFLOP/s at n = 2048 / 4096 / 8192.
 //
 // BINDINGS (group 0), as matmul.wgsl:
-//   0: P  var<storage, read>        Params (16 x u32, same fields as matmul.wgsl; flags must be 0)
+//   0: P  var<storage, read>        Params (16 x u32, same fields as matmul.wgsl; flags ignored)
 //   1: gA var<storage, read>        array<vec4<f16>>   M x K, row stride lda
 //   2: gB var<storage, read>        array<vec4<f16>>   K x N, row stride ldb
 //   3: gC var<storage, read_write>  array<vec4<f16>>   M x N, row stride ldc
 //   (named gA/gB/gC: A, B and C are the cooperative-matrix role names)
-// CONSTRAINTS (the host checks them): no transposes; N, K, lda, ldb, ldc, offsets and batch
-//   strides multiples of 4 (vec4 loads and stores); any M, N, K otherwise (edges are
+// TRANSPOSES are compiled in (the host generates A-transposed and B-transposed variants:
+//   A stored K x M, B stored N x K); the flags word is ignored.
+// CONSTRAINTS (the host checks them): N, lda, ldb, ldc, offsets and batch strides multiples
+//   of 4 (vec4 loads along the stored rows, vec4 stores); any M, N, K otherwise (edges are
 //   zero-filled on load and bounds-checked on store); subgroups of exactly 32 invocations
 //   (a subgroup is `tid / 32`, and the epilogue gives each lane 8 of a fragment's 256 values).
 // DISPATCH: (ceil(N / BN), ceil(M / BM), batch), NT = 32 * WGM * WGN invocations per workgroup.
@@ -38,12 +40,14 @@ const FN: u32 = 4u;
 const BK: u32 = 32u;
 const GROUP_M: u32 = 8u;
 const STAGES: u32 = 2u;
+const SA: u32 = 40u;              // row stride of the stored A tile in halves (its row, padded
+const SB: u32 = 136u;             // by 8 against bank conflicts); likewise B
+const TA: u32 = 5120u;            // halves of one stage of the A tile
+const TB: u32 = 4352u;
 // @config-end
 
 const BM: u32 = WGM * FM * 16u;
 const BN: u32 = WGN * FN * 16u;
-const SA: u32 = BK + 8u;          // row stride of the A tile in halves (padded against bank conflicts)
-const SB: u32 = BN + 8u;          // row stride of the B tile
 
 struct Params {
     M: u32, N: u32, K: u32, batch: u32,
@@ -57,8 +61,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> gB: array<vec4<f16>>;
 @group(0) @binding(3) var<storage, read_write> gC: array<vec4<f16>>;
 
-var<workgroup> As: array<f16, STAGES * BM * SA>;
-var<workgroup> Bs: array<f16, STAGES * BK * SB>;
+var<workgroup> As: array<f16, STAGES * TA>;
+var<workgroup> Bs: array<f16, STAGES * TB>;
 // Each subgroup stages one f32 fragment here on the way out (coop stores cannot convert).
 var<workgroup> Cs: array<f32, WGM * WGN * 256u>;
 

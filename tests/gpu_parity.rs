@@ -514,8 +514,11 @@ fn matmul_ops() {
         a.matmul(&b)
     });
     // Transposed operands are read in place (kernel flags): vec4 and scalar paths, batched
-    // (tuned kernel), unmergeable batch dims (simple kernel), f16.
-    let trans: [(&[usize], &[usize], bool, bool); 5] = [
+    // (tuned kernel), unmergeable batch dims (simple kernel), f16 (the aligned ones on the
+    // tensor-core kernel where the adapter has it).
+    let trans: [(&[usize], &[usize], bool, bool); 7] = [
+        (&[64, 96], &[32, 64], true, true),
+        (&[2, 40, 36], &[2, 44, 40], true, true),
         (&[132, 260], &[132, 68], true, false),
         (&[260, 132], &[68, 132], false, true),
         (&[3, 40, 65], &[3, 36, 40], true, true),

@@ -123,9 +123,7 @@ fn tuned(
     w[..8].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(lda)?, u(ldb)?, u(n)?, ta as u32 | (tb as u32) << 1]);
     w[12..15].copy_from_slice(&[u(a_bs)?, u(b_bs)?, u(m * n)?]);
     u(batches * m * n.max(k))?;
-    if !ta
-        && !tb
-        && matmul_coop::eligible(ctx, dtype, n, k, (a_bs, b_bs))
+    if matmul_coop::eligible(ctx, dtype, n, (lda, ldb), (a_bs, b_bs))
         && let Some(o) = matmul_coop::launch(ctx, s, ins, (m, n), batches, (a_bs, b_bs), w)?
     {
         return Ok(o);

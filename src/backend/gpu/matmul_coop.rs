@@ -26,6 +26,10 @@ pub struct CoopConfig {
     pub bk: u32,
     pub group_m: u32,
     pub stages: u32,
+    /// A is stored `[.., K, M]` (read transposed).
+    pub trans_a: bool,
+    /// B is stored `[.., N, K]`.
+    pub trans_b: bool,
 }
 
 impl CoopConfig {
@@ -37,9 +41,22 @@ impl CoopConfig {
     /// 5-8% faster at n = 2048 and 4096 but unsteady at 8192 (142, then 92 TFLOP/s in a later
     /// call), so it is not used.
     pub const TABLE: [CoopConfig; 2] = [
-        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 2 },
-        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 1 },
+        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 2, ..Self::PLAIN },
+        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 1, ..Self::PLAIN },
     ];
+
+    /// Field defaults for the table: no transposed operands.
+    const PLAIN: CoopConfig = CoopConfig {
+        sub_m: 0,
+        sub_n: 0,
+        frag_m: 0,
+        frag_n: 0,
+        bk: 0,
+        group_m: 0,
+        stages: 0,
+        trans_a: false,
+        trans_b: false,
+    };
 
     /// Output rows per workgroup.
     pub fn bm(self) -> u32 {
@@ -59,8 +76,8 @@ impl CoopConfig {
     /// Workgroup memory in bytes: f16 A and B tiles per stage (rows padded by 8), plus one
     /// f32 staging fragment per subgroup.
     pub fn workgroup_bytes(self) -> u32 {
-        let tiles = self.bm() * (self.bk + 8) + self.bk * (self.bn() + 8);
-        self.stages * tiles * 2 + self.sub_m * self.sub_n * 1024
+        let g = Gen::new(self);
+        self.stages * (g.a.halves() + g.b.halves()) * 2 + self.sub_m * self.sub_n * 1024
     }
 }
 
@@ -103,32 +120,68 @@ pub(crate) fn source(cfg: CoopConfig) -> String {
     out
 }
 
-/// Code generation for one configuration. Loads are vec4 (4 halves); thread `tid` loads
-/// slots `tid + j * NT` of each tile, `j < la` (A) and `j < lb` (B).
+/// Code generation for one configuration. Each operand's tile is copied to workgroup
+/// memory in its stored orientation (A: BM x BK, or BK x BM when transposed; B: BK x BN, or
+/// BN x BK), rows padded by 8 halves, and its fragments are loaded row-major (`coopLoadT`)
+/// or, for a transposed operand, column-major (`coopLoad`), so neither is ever transposed
+/// by hand. Loads are vec4 along the stored rows; thread `tid` loads slots `tid + j * NT`.
 struct Gen {
     c: CoopConfig,
     nt: u32,
-    /// vec4 slots in one A / B tile.
-    va: u32,
-    vb: u32,
-    /// vec4 loads per thread per tile.
-    la: u32,
-    lb: u32,
+    a: Tile,
+    b: Tile,
+}
+
+/// One operand's tile as stored: `rows x cols` halves, row stride `cols + 8`.
+#[derive(Clone, Copy)]
+struct Tile {
+    rows: u32,
+    cols: u32,
+}
+
+impl Tile {
+    fn stride(self) -> u32 {
+        self.cols + 8
+    }
+    fn halves(self) -> u32 {
+        self.rows * self.stride()
+    }
+    /// vec4 slots in the tile.
+    fn slots(self) -> u32 {
+        self.rows * self.cols / 4
+    }
 }
 
 impl Gen {
     fn new(c: CoopConfig) -> Gen {
-        let nt = c.threads();
-        let (va, vb) = (c.bm() * c.bk / 4, c.bk * c.bn() / 4);
-        Gen { c, nt, va, vb, la: va.div_ceil(nt), lb: vb.div_ceil(nt) }
+        let (bm, bn, bk) = (c.bm(), c.bn(), c.bk);
+        let a = if c.trans_a { Tile { rows: bk, cols: bm } } else { Tile { rows: bm, cols: bk } };
+        let b = if c.trans_b { Tile { rows: bn, cols: bk } } else { Tile { rows: bk, cols: bn } };
+        Gen { c, nt: c.threads(), a, b }
+    }
+
+    /// vec4 loads per thread per tile.
+    fn loads(&self, t: Tile) -> u32 {
+        t.slots().div_ceil(self.nt)
     }
 
     fn config(&self) -> String {
         let c = self.c;
         format!(
             "const WGM: u32 = {}u;\nconst WGN: u32 = {}u;\nconst FM: u32 = {}u;\nconst FN: u32 = {}u;\n\
-             const BK: u32 = {}u;\nconst GROUP_M: u32 = {}u;\nconst STAGES: u32 = {}u;\n",
-            c.sub_m, c.sub_n, c.frag_m, c.frag_n, c.bk, c.group_m, c.stages
+             const BK: u32 = {}u;\nconst GROUP_M: u32 = {}u;\nconst STAGES: u32 = {}u;\n\
+             const SA: u32 = {}u;\nconst SB: u32 = {}u;\nconst TA: u32 = {}u;\nconst TB: u32 = {}u;\n",
+            c.sub_m,
+            c.sub_n,
+            c.frag_m,
+            c.frag_n,
+            c.bk,
+            c.group_m,
+            c.stages,
+            self.a.stride(),
+            self.b.stride(),
+            self.a.halves(),
+            self.b.halves()
         )
     }
 
@@ -139,10 +192,10 @@ impl Gen {
                 let _ = writeln!(s, "    var c{i}_{j}: coop_mat16x16<f32, C>;");
             }
         }
-        for j in 0..self.la {
+        for j in 0..self.loads(self.a) {
             let _ = writeln!(s, "    var ra{j} = vec4<f16>(0.0h);");
         }
-        for j in 0..self.lb {
+        for j in 0..self.loads(self.b) {
             let _ = writeln!(s, "    var rb{j} = vec4<f16>(0.0h);");
         }
         s
@@ -155,53 +208,55 @@ impl Gen {
 
     /// Global -> registers for the slab starting at element `k0` (a WGSL expression).
     fn load(&self, ind: &str, k0: &str) -> String {
-        let (bk4, bn4) = (self.c.bk / 4, self.c.bn() / 4);
         let mut s = String::new();
-        for j in 0..self.la {
-            let _ = writeln!(
-                s,
-                "{ind}ra{j} = vec4<f16>(0.0h);\n{ind}{}{{ let v = tid + {}u; let gm = m0 + v / {bk4}u; \
-                 let gk = {k0} + (v % {bk4}u) * 4u; if (gm < M && gk < K) {{ ra{j} = gA[(abase + gm * lda + gk) >> 2u]; }} }}",
-                self.guard(j, self.va),
-                j * self.nt
-            );
-        }
-        for j in 0..self.lb {
-            let _ = writeln!(
-                s,
-                "{ind}rb{j} = vec4<f16>(0.0h);\n{ind}{}{{ let v = tid + {}u; let gk = {k0} + v / {bn4}u; \
-                 let gn = n0 + (v % {bn4}u) * 4u; if (gk < K && gn < N) {{ rb{j} = gB[(bbase + gk * ldb + gn) >> 2u]; }} }}",
-                self.guard(j, self.vb),
-                j * self.nt
-            );
+        // (register, tile, (first index, its variable), (second index, its variable), bounds, address)
+        let (ka, kb) = (format!("{k0} + r"), format!("{k0} + c"));
+        let a = if self.c.trans_a {
+            (format!("let gk = {ka}; let gm = m0 + c;"), "gA[(abase + gk * lda + gm) >> 2u]")
+        } else {
+            (format!("let gm = m0 + r; let gk = {kb};"), "gA[(abase + gm * lda + gk) >> 2u]")
+        };
+        let b = if self.c.trans_b {
+            (format!("let gn = n0 + r; let gk = {kb};"), "gB[(bbase + gn * ldb + gk) >> 2u]")
+        } else {
+            (format!("let gk = {ka}; let gn = n0 + c;"), "gB[(bbase + gk * ldb + gn) >> 2u]")
+        };
+        for (reg, t, (idx, addr), bounds) in
+            [("ra", self.a, a, "gm < M && gk < K"), ("rb", self.b, b, "gk < K && gn < N")]
+        {
+            let c4 = t.cols / 4;
+            for j in 0..self.loads(t) {
+                let _ = writeln!(
+                    s,
+                    "{ind}{reg}{j} = vec4<f16>(0.0h);\n{ind}{}{{ let v = tid + {}u; let r = v / {c4}u; \
+                     let c = (v % {c4}u) * 4u; {idx} if ({bounds}) {{ {reg}{j} = {addr}; }} }}",
+                    self.guard(j, t.slots()),
+                    j * self.nt
+                );
+            }
         }
         s
     }
 
     /// Registers -> workgroup memory stage `stage` (a WGSL expression).
     fn store(&self, ind: &str, stage: &str) -> String {
-        let (bk4, bn4) = (self.c.bk / 4, self.c.bn() / 4);
-        let scatter = |arr: &str, r: &str| {
-            (0..4).map(|q| format!("{arr}[s + {q}u] = {r}.{};", ["x", "y", "z", "w"][q])).collect::<Vec<_>>().join(" ")
-        };
         let mut s = String::new();
-        for j in 0..self.la {
-            let _ = writeln!(
-                s,
-                "{ind}{}{{ let v = tid + {}u; let s = {stage} * BM * SA + (v / {bk4}u) * SA + (v % {bk4}u) * 4u; {} }}",
-                self.guard(j, self.va),
-                j * self.nt,
-                scatter("As", &format!("ra{j}"))
-            );
-        }
-        for j in 0..self.lb {
-            let _ = writeln!(
-                s,
-                "{ind}{}{{ let v = tid + {}u; let s = {stage} * BK * SB + (v / {bn4}u) * SB + (v % {bn4}u) * 4u; {} }}",
-                self.guard(j, self.vb),
-                j * self.nt,
-                scatter("Bs", &format!("rb{j}"))
-            );
+        for (reg, arr, t, (stride, size)) in [("ra", "As", self.a, ("SA", "TA")), ("rb", "Bs", self.b, ("SB", "TB"))] {
+            let c4 = t.cols / 4;
+            for j in 0..self.loads(t) {
+                let scatter: Vec<String> = ["x", "y", "z", "w"]
+                    .iter()
+                    .enumerate()
+                    .map(|(q, f)| format!("{arr}[s + {q}u] = {reg}{j}.{f};"))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "{ind}{}{{ let v = tid + {}u; let s = {stage} * {size} + (v / {c4}u) * {stride} + (v % {c4}u) * 4u; {} }}",
+                    self.guard(j, t.slots()),
+                    j * self.nt,
+                    scatter.join(" ")
+                );
+            }
         }
         s
     }
@@ -212,20 +267,24 @@ impl Gen {
         let mut s = String::new();
         for kk in (0..c.bk).step_by(16) {
             for i in 0..c.frag_m {
-                let _ = writeln!(
-                    s,
-                    "{ind}let a{i}_{kk} = coopLoadT<coop_mat16x16<f16, A>>(&As[{stage} * BM * SA + (sm * {}u + {}u) * SA + {kk}u], SA);",
-                    c.frag_m * 16,
-                    i * 16
-                );
+                let m = format!("sm * {}u + {}u", c.frag_m * 16, i * 16);
+                let (load, at) = if c.trans_a {
+                    ("coopLoad", format!("{kk}u * SA + {m}"))
+                } else {
+                    ("coopLoadT", format!("({m}) * SA + {kk}u"))
+                };
+                let _ =
+                    writeln!(s, "{ind}let a{i}_{kk} = {load}<coop_mat16x16<f16, A>>(&As[{stage} * TA + {at}], SA);");
             }
             for j in 0..c.frag_n {
-                let _ = writeln!(
-                    s,
-                    "{ind}let b{j}_{kk} = coopLoadT<coop_mat16x16<f16, B>>(&Bs[{stage} * BK * SB + {kk}u * SB + sn * {}u + {}u], SB);",
-                    c.frag_n * 16,
-                    j * 16
-                );
+                let n = format!("sn * {}u + {}u", c.frag_n * 16, j * 16);
+                let (load, at) = if c.trans_b {
+                    ("coopLoad", format!("({n}) * SB + {kk}u"))
+                } else {
+                    ("coopLoadT", format!("{kk}u * SB + {n}"))
+                };
+                let _ =
+                    writeln!(s, "{ind}let b{j}_{kk} = {load}<coop_mat16x16<f16, B>>(&Bs[{stage} * TB + {at}], SB);");
                 for i in 0..c.frag_m {
                     let _ = writeln!(s, "{ind}c{i}_{j} = coopMultiplyAdd(a{i}_{kk}, b{j}_{kk}, c{i}_{j});");
                 }
@@ -289,24 +348,25 @@ impl Gen {
     }
 }
 
-/// The first configuration that fits the adapter's workgroup limits.
-fn pick(ctx: &Context) -> Option<CoopConfig> {
+/// The first configuration that fits the adapter's workgroup limits, for these transposes.
+fn pick(ctx: &Context, trans_a: bool, trans_b: bool) -> Option<CoopConfig> {
     let l = &ctx.limits;
-    CoopConfig::TABLE.into_iter().find(|c| {
+    CoopConfig::TABLE.into_iter().map(|c| CoopConfig { trans_a, trans_b, ..c }).find(|c| {
         c.threads() <= l.max_compute_invocations_per_workgroup
             && c.threads() <= l.max_compute_workgroup_size_x
             && c.workgroup_bytes() <= l.max_compute_workgroup_storage_size
     })
 }
 
-/// Whether the coop kernel takes this matmul: f16 on a coop-capable device, with rows and
-/// batch starts aligned for vec4 loads and stores.
-pub(super) fn eligible(ctx: &Context, dtype: DType, n: usize, k: usize, (a_bs, b_bs): (usize, usize)) -> bool {
-    dtype == DType::F16 && ctx.has_coop && [n, k, a_bs, b_bs].iter().all(|v| v.is_multiple_of(4))
+/// Whether the coop kernel takes this matmul: f16 on a coop-capable device, with stored
+/// rows (`lda`, `ldb`, N for C) and batch starts aligned for vec4 loads and stores.
+pub(super) fn eligible(ctx: &Context, dtype: DType, n: usize, (lda, ldb): (usize, usize), bs: (usize, usize)) -> bool {
+    dtype == DType::F16 && ctx.has_coop && [n, lda, ldb, bs.0, bs.1].iter().all(|v| v.is_multiple_of(4))
 }
 
-/// Launches the coop kernel; `w` holds the parameters (`matmul.wgsl` layout, flags 0) and is
-/// completed per batch chunk here. `None` when no configuration fits the adapter.
+/// Launches the coop kernel; `w` holds the parameters (`matmul.wgsl` layout; the flags
+/// word picks the transposed variant, compiled in) and is completed per batch chunk here. `None`
+/// when no configuration fits the adapter.
 pub(super) fn launch(
     ctx: &Context,
     s: &Stream,
@@ -316,7 +376,8 @@ pub(super) fn launch(
     (a_bs, b_bs): (usize, usize),
     mut w: [u32; 16],
 ) -> Result<Option<GpuBuffer>> {
-    let Some(cfg) = pick(ctx) else { return Ok(None) };
+    let (trans_a, trans_b) = (w[7] & 1 != 0, w[7] & 2 != 0);
+    let Some(cfg) = pick(ctx, trans_a, trans_b) else { return Ok(None) };
     let (gx, gy) = (n.div_ceil(cfg.bn() as usize), m.div_ceil(cfg.bm() as usize));
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
     if gx > max || gy > max {

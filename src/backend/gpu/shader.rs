@@ -147,7 +147,12 @@ const TYPES_BOOL: &str = include_str!("../../../shaders/types_bool.wgsl");
 /// adapter supports f16 is checked when a kernel is built, not here).
 pub fn shader_variants() -> Vec<(Kernel, DType)> {
     let tuned = TileConfig::TABLE.iter().skip(1).map(|&c| Kernel::Matmul(c));
-    let coop = CoopConfig::TABLE.iter().skip(1).map(|&c| Kernel::MatmulCoop(c));
+    // Every coop configuration with every pair of transposes (TABLE[0] plain is in ALL).
+    let coop = CoopConfig::TABLE
+        .iter()
+        .flat_map(|&c| [(false, false), (true, false), (false, true), (true, true)].map(|(a, b)| (c, a, b)))
+        .skip(1)
+        .map(|(c, trans_a, trans_b)| Kernel::MatmulCoop(CoopConfig { trans_a, trans_b, ..c }));
     Kernel::ALL.iter().copied().chain(tuned).chain(coop).flat_map(|k| k.dtypes().iter().map(move |&d| (k, d))).collect()
 }
 
