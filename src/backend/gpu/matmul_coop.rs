@@ -33,7 +33,7 @@ pub struct CoopConfig {
 }
 
 impl CoopConfig {
-    /// Preferred first; the first that fits the adapter's workgroup limits is used. Both
+    /// Untransposed; `launch` sets the transposes. Preferred first; the first that fits the adapter's workgroup limits is used. Both
     /// are 128x128 tiles of 256 invocations; measured on an H200 (kernel alone, GPU
     /// timestamps; BENCHMARKS.md) the double-buffered one (45 KiB of workgroup memory) ran
     /// 66 / 146 / 121 / 124 TFLOP/s at n = 1024 / 2048 / 4096 / 8192, the single-stage one
@@ -41,22 +41,29 @@ impl CoopConfig {
     /// 5-8% faster at n = 2048 and 4096 but unsteady at 8192 (142, then 92 TFLOP/s in a later
     /// call), so it is not used.
     pub const TABLE: [CoopConfig; 2] = [
-        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 2, ..Self::PLAIN },
-        CoopConfig { sub_m: 4, sub_n: 2, frag_m: 2, frag_n: 4, bk: 32, group_m: 8, stages: 1, ..Self::PLAIN },
+        CoopConfig {
+            sub_m: 4,
+            sub_n: 2,
+            frag_m: 2,
+            frag_n: 4,
+            bk: 32,
+            group_m: 8,
+            stages: 2,
+            trans_a: false,
+            trans_b: false,
+        },
+        CoopConfig {
+            sub_m: 4,
+            sub_n: 2,
+            frag_m: 2,
+            frag_n: 4,
+            bk: 32,
+            group_m: 8,
+            stages: 1,
+            trans_a: false,
+            trans_b: false,
+        },
     ];
-
-    /// Field defaults for the table: no transposed operands.
-    const PLAIN: CoopConfig = CoopConfig {
-        sub_m: 0,
-        sub_n: 0,
-        frag_m: 0,
-        frag_n: 0,
-        bk: 0,
-        group_m: 0,
-        stages: 0,
-        trans_a: false,
-        trans_b: false,
-    };
 
     /// Output rows per workgroup.
     pub fn bm(self) -> u32 {
