@@ -16,6 +16,16 @@
 //!
 //! Arrays may have any size the adapter's buffer limits allow (larger is an `Err` naming
 //! the limit); strided kernels take rank up to 8 after merging axes.
+//!
+//! # Matmul
+//! f32 and f16 run on a tiled SIMT kernel (`shaders/matmul.wgsl`); f16 runs on tensor
+//! cores (`shaders/matmul_coop.wgsl`) where the device has cooperative matrices (see
+//! [`adapter_summary`]). Transposed operands are read in place by both.
+//!
+//! # Environment
+//! `WGPU_BACKEND` / `WGPU_ADAPTER_NAME` choose the adapter; `LAZULI_GPU_TIMEOUT_S` bounds
+//! every wait on the GPU (default 300 s); `LAZULI_NO_COOP=1` keeps wgpu's experimental
+//! cooperative-matrix feature off (f16 matmul then runs on the SIMT kernel).
 
 mod buffer;
 mod context;
