@@ -7,6 +7,10 @@ fn flat_id(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * WG + lid;
 }
 
+// What an op code without a case gives, for u32 and bool results: all ones, never the
+// input. (Floats give NaN, i32 -1.)
+const POISON_U32: u32 = 0xffffffffu;
+
 // Non-finite values are made at run time from bit patterns: constant expressions may not
 // be NaN or infinite in WGSL.
 var<private> NAN_BITS: u32 = 0x7fc00000u;

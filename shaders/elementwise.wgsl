@@ -2,10 +2,10 @@
 // P: [0] n, [1] rank, [2] flags (bit k: input k has the output's shape, read it flat),
 //    [3] unused, [4..12] output shape, [12..20] [20..28] [28..36] strides of inputs 0, 1, 2
 //    (broadcast strides: 0 on broadcast axes).
-// OP: the UnaryOp / BinaryOp code (declaration order of the Rust enums).
-// IN_KIND (astype): source dtype 0 bool, 1 u32, 2 i32, 3 f32, 4 f16 (packed two per word).
+// OP: a UNARY_* / BINARY_* code; IN_KIND (astype): the source's DTYPE_* code (f16 is
+// packed two per word). Both are generated constants (src/primitive/table.rs).
 override OP: u32 = 0u;
-override IN_KIND: u32 = 3u;
+override IN_KIND: u32 = DTYPE_FLOAT32;
 
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(2) var<storage, read> Y: array<T>;
@@ -34,7 +34,7 @@ fn unary_pred(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
               @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
     if i >= P[0] { return; }
-    OUT_B[i] = select(0u, 1u, unary_pred_t(OP, X[i]));
+    OUT_B[i] = unary_pred_t(OP, X[i]);
 }
 
 @compute @workgroup_size(256)
@@ -50,7 +50,7 @@ fn compare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
     if i >= P[0] { return; }
-    OUT_B[i] = select(0u, 1u, compare_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]));
+    OUT_B[i] = compare_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]);
 }
 
 // where(cond, x, y): inputs 0 = cond, 1 = x, 2 = y.
@@ -69,13 +69,14 @@ fn astype(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     let i = flat_id(wid, nwg, lid);
     if i >= P[0] { return; }
     switch IN_KIND {
-        case 0u: { OUT[i] = t_from_bool(SRC[i] != 0u); }
-        case 1u: { OUT[i] = t_from_u32(SRC[i]); }
-        case 2u: { OUT[i] = t_from_i32(bitcast<i32>(SRC[i])); }
-        case 3u: { OUT[i] = t_from_f32(bitcast<f32>(SRC[i])); }
-        default: {
+        case DTYPE_BOOL: { OUT[i] = t_from_bool(SRC[i] != 0u); }
+        case DTYPE_UINT32: { OUT[i] = t_from_u32(SRC[i]); }
+        case DTYPE_INT32: { OUT[i] = t_from_i32(bitcast<i32>(SRC[i])); }
+        case DTYPE_FLOAT32: { OUT[i] = t_from_f32(bitcast<f32>(SRC[i])); }
+        case DTYPE_FLOAT16: {
             let pair = unpack2x16float(SRC[i >> 1u]);
             OUT[i] = t_from_f32(pair[i & 1u]);
         }
+        default: { OUT[i] = t_from_u32(POISON_U32); }
     }
 }

@@ -2,8 +2,8 @@
 // Indices are I32 or U32, read as u32 words; SIGNED says which. Negative indices count
 // from the end. Gather clamps into range; scatter drops out-of-range updates.
 override SIGNED: bool = true;
-// Scatter mode: 0 assign, 1 add.
-override MODE: u32 = 0u;
+// Scatter mode: a SCATTER_* code.
+override MODE: u32 = SCATTER_ASSIGN;
 
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(2) var<storage, read> IDX: array<u32>;
@@ -56,10 +56,10 @@ fn scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         let k = position(IDX[u], dst_len);
         if k < 0 || k >= i32(dst_len) { continue; }
         let d = (o * dst_len + u32(k)) * inner + r;
-        if MODE == 1u {
-            OUT[d] = scatter_add_t(OUT[d], UPD[u]);
-        } else {
-            OUT[d] = UPD[u];
+        switch MODE {
+            case SCATTER_ASSIGN: { OUT[d] = UPD[u]; }
+            case SCATTER_ADD: { OUT[d] = scatter_add_t(OUT[d], UPD[u]); }
+            default: { OUT[d] = t_from_u32(POISON_U32); }
         }
     }
 }

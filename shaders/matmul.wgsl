@@ -248,20 +248,10 @@ fn store_b(tid: u32, st: u32) {
 }
 
 fn mm(tid: u32, wid: vec3<u32>, nwg: vec3<u32>, vec: bool) {
-    // Tile coordinates, optionally swizzled in groups of GROUP_M tile-rows for L2 reuse.
-    var pm = wid.y;
-    var pn = wid.x;
-    if (GROUP_M > 1u) {
-        let pid = wid.y * nwg.x + wid.x;
-        let width = GROUP_M * nwg.x;
-        let first_m = (pid / width) * GROUP_M;
-        let gsz = min(nwg.y - first_m, GROUP_M);
-        let r = pid % width;
-        pm = first_m + r % gsz;
-        pn = r / gsz;
-    }
-    let m0 = pm * BM;
-    let n0 = pn * BN;
+    // Tile order: GROUP_M tile-rows at a time (tile_of, matmul_tiles.wgsl).
+    let tile = tile_of(wid, nwg, GROUP_M);
+    let m0 = tile.x * BM;
+    let n0 = tile.y * BN;
     let b = wid.z;
     let abase = P.a_off + b * P.a_bstride;
     let bbase = P.b_off + b * P.b_bstride;

@@ -4,7 +4,8 @@
 //
 // This file is a TEMPLATE: the host (src/backend/gpu/matmul_coop.rs) replaces the lines
 // between `// @config-begin` / `// @config-end` with one tile configuration's constants and
-// each `// @generate <part>` line with code unrolled for that configuration. Unrolled, with
+// each `// @generate <part>` line with code unrolled for that configuration, and appends
+// matmul_tiles.wgsl (`tile_of`). Unrolled, with
 // one variable per accumulator fragment, it ran 3.6-4.4x faster on an H200 than the same
 // kernel written with loops over `array<coop_mat16x16<..>>` and single-buffered (kernel
 // alone, GPU timestamps): 146 / 123 / 127 vs 33 / 33.5 / 35 TFLOP/s at n = 2048 / 4096 / 8192.
@@ -70,20 +71,10 @@ var<workgroup> Cs: array<f32, WGM * WGN * 256u>;
 fn matmul_coop(@builtin(local_invocation_index) tid: u32,
                @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
-    // Regroup workgroups GROUP_M tile-rows at a time, so neighbours share B in L2.
-    var pm = wid.y;
-    var pn = wid.x;
-    if (GROUP_M > 1u) {
-        let pid = wid.y * nwg.x + wid.x;
-        let width = GROUP_M * nwg.x;
-        let first_m = (pid / width) * GROUP_M;
-        let gsz = min(nwg.y - first_m, GROUP_M);
-        let r = pid % width;
-        pm = first_m + r % gsz;
-        pn = r / gsz;
-    }
-    let m0 = pm * BM;
-    let n0 = pn * BN;
+    // Tile order: GROUP_M tile-rows at a time (tile_of, matmul_tiles.wgsl).
+    let tile = tile_of(wid, nwg, GROUP_M);
+    let m0 = tile.x * BM;
+    let n0 = tile.y * BN;
     // Parameters are read once into registers: P is a storage buffer, which the compiler
     // must assume gC may alias, so uses left in the loops would reload it.
     let M = P.M;

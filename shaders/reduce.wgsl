@@ -1,7 +1,7 @@
 // ---- reduce.wgsl: reductions, arg-reductions, scans ----
 // The input is viewed as [outer, len, inner]; the op runs along `len`.
-// ROP: reduce/scan op 0 sum, 1 prod, 2 max, 3 min; arg-reductions 0 argmax, 1 argmin.
-override ROP: u32 = 0u;
+// ROP: a REDUCE_* code (scans combine with one too), or an ARG_* code for arg-reductions.
+override ROP: u32 = REDUCE_SUM;
 
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;

@@ -1,5 +1,5 @@
 // ---- types_bool.wgsl: helpers for bool, stored as u32 0/1 (T = A = u32). ----
-// Arithmetic on bools saturates like logic: add/max = or, mul/min = and, sub = xor.
+// Reductions on bools are logic: sum/max = or, prod/min = and.
 const T_IS_FLOAT: bool = false;
 
 fn to_acc(x: T) -> A {
@@ -36,61 +36,62 @@ fn t_truthy(x: T) -> bool {
 
 fn unary_t(op: u32, x: T) -> T {
     switch op {
-        case 23u: { return 1u - x; }
-        default: { return x; }
+        case UNARY_LOGICAL_NOT: { return 1u - x; }
+        default: { return POISON_U32; }
     }
 }
 
-// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
-fn unary_pred_t(op: u32, x: T) -> bool {
-    return op == 23u && !t_truthy(x);
+// Bool predicates of bool are `unary_t` (logical_not); nothing reaches here.
+fn unary_pred_t(op: u32, x: T) -> u32 {
+    return POISON_U32;
 }
 
+// No arithmetic is defined on bool (the op layer computes it in int32).
 fn binary_t(op: u32, a: T, b: T) -> T {
-    switch op {
-        case 0u, 7u: { return a | b; }
-        case 1u: { return a ^ b; }
-        case 2u, 8u: { return a & b; }
-        case 3u, 6u: { return a & b; }
-        case 4u: { return a | (1u - b); }
-        case 5u: { return 0u; }
-        default: { return a; }
-    }
+    return POISON_U32;
 }
 
 fn scatter_add_t(a: T, b: T) -> T {
     return a | b;
 }
 
-fn compare_t(op: u32, a: T, b: T) -> bool {
+fn compare_t(op: u32, a: T, b: T) -> u32 {
+    var r: bool;
     switch op {
-        case 9u: { return a == b; }
-        case 10u: { return a != b; }
-        case 11u: { return a < b; }
-        case 12u: { return a <= b; }
-        case 13u: { return a > b; }
-        case 14u: { return a >= b; }
-        case 15u: { return a != 0u && b != 0u; }
-        case 16u: { return a != 0u || b != 0u; }
-        default: { return (a != 0u) != (b != 0u); }
+        case BINARY_EQ: { r = a == b; }
+        case BINARY_NE: { r = a != b; }
+        case BINARY_LT: { r = a < b; }
+        case BINARY_LE: { r = a <= b; }
+        case BINARY_GT: { r = a > b; }
+        case BINARY_GE: { r = a >= b; }
+        case BINARY_LOGICAL_AND: { r = a != 0u && b != 0u; }
+        case BINARY_LOGICAL_OR: { r = a != 0u || b != 0u; }
+        case BINARY_LOGICAL_XOR: { r = (a != 0u) != (b != 0u); }
+        default: { return POISON_U32; }
     }
+    return select(0u, 1u, r);
 }
 
 fn acc_op(op: u32, a: A, b: A) -> A {
     switch op {
-        case 0u, 2u: { return a | b; }
-        default: { return a & b; }
+        case REDUCE_SUM, REDUCE_MAX: { return a | b; }
+        case REDUCE_PROD, REDUCE_MIN: { return a & b; }
+        default: { return POISON_U32; }
     }
 }
 
 fn acc_identity(op: u32) -> A {
     switch op {
-        case 0u, 2u: { return 0u; }
-        default: { return 1u; }
+        case REDUCE_SUM, REDUCE_MAX: { return 0u; }
+        case REDUCE_PROD, REDUCE_MIN: { return 1u; }
+        default: { return POISON_U32; }
     }
 }
 
 fn arg_better(op: u32, cand: T, best: T) -> bool {
-    if op == 0u { return cand > best; }
-    return cand < best;
+    switch op {
+        case ARG_ARGMAX: { return cand > best; }
+        case ARG_ARGMIN: { return cand < best; }
+        default: { return false; }
+    }
 }

@@ -112,51 +112,108 @@ fn sqrt_f32(x: f32) -> f32 {
     return sqrt(x);
 }
 
+// Inverse error function: Giles' single-precision approximation ("Approximating the erfinv
+// function", GPU Computing Gems Jade, 2011); the CPU refines the same start to f64.
+fn erfinv_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if f32_is_nan(x) || a > 1.0 { return f32_nan(); }
+    if a == 1.0 { return x * f32_inf(); }
+    var w = -log((1.0 - a) * (1.0 + a));
+    var p: f32;
+    if w < 5.0 {
+        w = w - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    return p * x;
+}
+
+// atan2 with C99's signed zeros and infinities, which WGSL's builtin leaves undefined.
+fn atan2_f32(y: f32, x: f32) -> f32 {
+    if f32_is_nan(x) || f32_is_nan(y) { return f32_nan(); }
+    let pi = 3.14159265358979;
+    if f32_is_inf(x) && f32_is_inf(y) {
+        let q = select(0.25 * pi, 0.75 * pi, x < 0.0);
+        return select(q, -q, y < 0.0);
+    }
+    if y == 0.0 {
+        // sign(y) * (0 or pi): x < 0 or x = -0 gives pi.
+        let neg_x = x < 0.0 || (x == 0.0 && (bitcast<u32>(x) & 0x80000000u) != 0u);
+        let r = select(0.0, pi, neg_x);
+        return select(r, -r, (bitcast<u32>(y) & 0x80000000u) != 0u);
+    }
+    if x == 0.0 || f32_is_inf(y) { return select(0.5 * pi, -0.5 * pi, y < 0.0); }
+    if f32_is_inf(x) {
+        let r = select(0.0, pi, x < 0.0);
+        return select(r, -r, y < 0.0);
+    }
+    return atan2(y, x);
+}
+
 fn unary_f32(op: u32, x: f32) -> f32 {
     switch op {
-        case 0u: { return -x; }
-        case 1u: { return abs(x); }
-        case 2u: {
+        case UNARY_NEG: { return -x; }
+        case UNARY_ABS: { return abs(x); }
+        case UNARY_SIGN: {
             if f32_is_nan(x) || x == 0.0 { return x; }
             return sign(x);
         }
-        case 3u: { return x * x; }
-        case 4u: { return floor(x); }
-        case 5u: { return ceil(x); }
-        case 6u: { return round(x); }
-        case 7u: { return exp(x); }
-        case 8u: { return expm1_f32(x); }
-        case 9u: { return log_f32(x); }
-        case 10u: { return log1p_f32(x); }
-        case 11u: {
+        case UNARY_SQUARE: { return x * x; }
+        case UNARY_FLOOR: { return floor(x); }
+        case UNARY_CEIL: { return ceil(x); }
+        case UNARY_ROUND: { return round(x); }
+        case UNARY_EXP: { return exp(x); }
+        case UNARY_EXPM1: { return expm1_f32(x); }
+        case UNARY_LOG: { return log_f32(x); }
+        case UNARY_LOG1P: { return log1p_f32(x); }
+        case UNARY_LOG2: {
             let l = log_f32(x);
             if f32_is_nan(l) || f32_is_inf(l) { return l; }
             return log2(x);
         }
-        case 12u: { return sqrt_f32(x); }
-        case 13u: {
+        case UNARY_SQRT: { return sqrt_f32(x); }
+        case UNARY_RSQRT: {
             if x < 0.0 { return f32_nan(); }
             // sqrt(-0) is -0, so rsqrt(-0) is -inf.
             if x == 0.0 { return 1.0 / x; }
             return 1.0 / sqrt(x);
         }
-        case 14u: { return 1.0 / x; }
-        case 15u: { return sin(x); }
-        case 16u: { return cos(x); }
-        case 17u: { return tan(x); }
-        case 18u: {
+        case UNARY_RECIPROCAL: { return 1.0 / x; }
+        case UNARY_SIN: { return sin(x); }
+        case UNARY_COS: { return cos(x); }
+        case UNARY_TAN: { return tan(x); }
+        case UNARY_TANH: {
             if f32_is_nan(x) { return x; }
             return tanh(clamp(x, -15.0, 15.0));
         }
-        case 19u: {
+        case UNARY_SIGMOID: {
             // Split at 0 so exp never overflows.
             if x >= 0.0 { return 1.0 / (1.0 + exp(-x)); }
             let e = exp(x);
             return e / (1.0 + e);
         }
-        case 20u: { return erf_f32(x); }
-        case 23u: { return select(0.0, 1.0, x == 0.0); }
-        default: { return x; }
+        case UNARY_ERF: { return erf_f32(x); }
+        case UNARY_ERFINV: { return erfinv_f32(x); }
+        // An op code without a case: a NaN that cannot pass for a result.
+        default: { return f32_nan(); }
     }
 }
 
@@ -164,15 +221,13 @@ fn unary_t(op: u32, x: T) -> T {
     return to_t(unary_f32(op, f32(x)));
 }
 
-// IsNan (21), IsInf (22), LogicalNot (23) into bool.
-fn unary_pred_t(op: u32, x: T) -> bool {
-    if op == 21u {
-        return f32_is_nan(f32(x));
+// Predicates of floats, into bool (0/1).
+fn unary_pred_t(op: u32, x: T) -> u32 {
+    switch op {
+        case UNARY_ISNAN: { return select(0u, 1u, f32_is_nan(f32(x))); }
+        case UNARY_ISINF: { return select(0u, 1u, f32_is_inf(f32(x))); }
+        default: { return POISON_U32; }
     }
-    if op == 23u {
-        return f32(x) == 0.0;
-    }
-    return f32_is_inf(f32(x));
 }
 
 fn is_int_f32(y: f32) -> bool {
@@ -288,16 +343,17 @@ fn min_f32(a: f32, b: f32) -> f32 {
 
 fn binary_f32(op: u32, a: f32, b: f32) -> f32 {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a - b; }
-        case 2u: { return a * b; }
-        case 3u: { return a / b; }
-        case 4u: { return pow_f32(a, b); }
-        case 5u: { return rem_f32(a, b); }
-        case 6u: { return floor(a / b); }
-        case 7u: { return max_f32(a, b); }
-        case 8u: { return min_f32(a, b); }
-        default: { return a; }
+        case BINARY_ADD: { return a + b; }
+        case BINARY_SUB: { return a - b; }
+        case BINARY_MUL: { return a * b; }
+        case BINARY_DIV: { return a / b; }
+        case BINARY_POW: { return pow_f32(a, b); }
+        case BINARY_REMAINDER: { return rem_f32(a, b); }
+        case BINARY_FLOOR_DIVIDE: { return floor(a / b); }
+        case BINARY_MAXIMUM: { return max_f32(a, b); }
+        case BINARY_MINIMUM: { return min_f32(a, b); }
+        case BINARY_ATAN2: { return atan2_f32(a, b); }
+        default: { return f32_nan(); }
     }
 }
 
@@ -305,22 +361,22 @@ fn binary_t(op: u32, a: T, b: T) -> T {
     return to_t(binary_f32(op, f32(a), f32(b)));
 }
 
-// Comparison (9..14) and logical (15..17) ops. `!(a == b)` rather than `a != b`: NaN must
-// compare unequal whatever compare opcode the backend picks.
-fn compare_t(op: u32, x: T, y: T) -> bool {
+// Comparisons, into bool (0/1). `!(a == b)` rather than `a != b`: NaN must compare
+// unequal whatever compare opcode the backend picks.
+fn compare_t(op: u32, x: T, y: T) -> u32 {
     let a = f32(x);
     let b = f32(y);
+    var r: bool;
     switch op {
-        case 9u: { return a == b; }
-        case 10u: { return !(a == b); }
-        case 11u: { return a < b; }
-        case 12u: { return a <= b; }
-        case 13u: { return a > b; }
-        case 14u: { return a >= b; }
-        case 15u: { return f32_truthy(a) && f32_truthy(b); }
-        case 16u: { return f32_truthy(a) || f32_truthy(b); }
-        default: { return f32_truthy(a) != f32_truthy(b); }
+        case BINARY_EQ: { r = a == b; }
+        case BINARY_NE: { r = !(a == b); }
+        case BINARY_LT: { r = a < b; }
+        case BINARY_LE: { r = a <= b; }
+        case BINARY_GT: { r = a > b; }
+        case BINARY_GE: { r = a >= b; }
+        default: { return POISON_U32; }
     }
+    return select(0u, 1u, r);
 }
 
 // Scatter-add: the host adds in f64 and rounds once, as one f32 add then rounding does.
@@ -328,32 +384,37 @@ fn scatter_add_t(a: T, b: T) -> T {
     return to_t(f32(a) + f32(b));
 }
 
-// Reductions on the accumulator: 0 sum, 1 prod, 2 max, 3 min.
+// Reductions on the accumulator.
 fn acc_op(op: u32, a: A, b: A) -> A {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a * b; }
-        case 2u: { return max_f32(a, b); }
-        default: { return min_f32(a, b); }
+        case REDUCE_SUM: { return a + b; }
+        case REDUCE_PROD: { return a * b; }
+        case REDUCE_MAX: { return max_f32(a, b); }
+        case REDUCE_MIN: { return min_f32(a, b); }
+        default: { return f32_nan(); }
     }
 }
 
 fn acc_identity(op: u32) -> A {
     switch op {
-        case 0u: { return 0.0; }
-        case 1u: { return 1.0; }
-        case 2u: { return -f32_inf(); }
-        default: { return f32_inf(); }
+        case REDUCE_SUM: { return 0.0; }
+        case REDUCE_PROD: { return 1.0; }
+        case REDUCE_MAX: { return -f32_inf(); }
+        case REDUCE_MIN: { return f32_inf(); }
+        default: { return f32_nan(); }
     }
 }
 
-// Arg-reductions: is `cand` strictly better than `best`? (0 argmax, 1 argmin; NaN wins,
-// the first NaN stays.)
+// Arg-reductions: is `cand` strictly better than `best`? (NaN wins, the first NaN stays;
+// an unknown op never moves off the first element.)
 fn arg_better(op: u32, cand: T, best: T) -> bool {
     let c = f32(cand);
     let b = f32(best);
     if f32_is_nan(b) { return false; }
     if f32_is_nan(c) { return true; }
-    if op == 0u { return c > b; }
-    return c < b;
+    switch op {
+        case ARG_ARGMAX: { return c > b; }
+        case ARG_ARGMIN: { return c < b; }
+        default: { return false; }
+    }
 }

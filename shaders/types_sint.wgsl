@@ -1,6 +1,8 @@
 // ---- types_sint.wgsl: helpers for T = i32 (A = i32). Arithmetic wraps. ----
 const T_IS_FLOAT: bool = false;
 const I32_MIN: i32 = -2147483647 - 1;
+// All ones: what an op code without a case gives (never the input).
+const POISON_I32: i32 = -1;
 
 fn to_acc(x: T) -> A {
     return x;
@@ -36,18 +38,17 @@ fn t_truthy(x: T) -> bool {
 
 fn unary_t(op: u32, x: T) -> T {
     switch op {
-        case 0u: { return -x; }
-        case 1u: { return abs(x); }
-        case 2u: { return sign(x); }
-        case 3u: { return x * x; }
-        case 23u: { return select(0, 1, x == 0); }
-        default: { return x; }
+        case UNARY_NEG: { return -x; }
+        case UNARY_ABS: { return abs(x); }
+        case UNARY_SIGN: { return sign(x); }
+        case UNARY_SQUARE: { return x * x; }
+        default: { return POISON_I32; }
     }
 }
 
-// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
-fn unary_pred_t(op: u32, x: T) -> bool {
-    return op == 23u && !t_truthy(x);
+// No predicate is defined on integers (isnan/isinf never reach here; logical_not takes bool).
+fn unary_pred_t(op: u32, x: T) -> u32 {
+    return POISON_U32;
 }
 
 // Wrapping power by squaring; negative exponents give 0 except for bases 1 and -1.
@@ -71,26 +72,26 @@ fn pow_i32(a: i32, b: i32) -> i32 {
 
 fn binary_t(op: u32, a: T, b: T) -> T {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a - b; }
-        case 2u: { return a * b; }
-        case 4u: { return pow_i32(a, b); }
-        case 5u: {
+        case BINARY_ADD: { return a + b; }
+        case BINARY_SUB: { return a - b; }
+        case BINARY_MUL: { return a * b; }
+        case BINARY_POW: { return pow_i32(a, b); }
+        case BINARY_REMAINDER: {
             if b == 0 || b == -1 { return 0; }
             var r = a % b;
             if r != 0 && ((r < 0) != (b < 0)) { r += b; }
             return r;
         }
-        case 3u, 6u: {
+        case BINARY_FLOOR_DIVIDE: {
             if b == 0 { return 0; }
             if b == -1 { return -a; }
             var q = a / b;
             if (a % b != 0) && ((a < 0) != (b < 0)) { q -= 1; }
             return q;
         }
-        case 7u: { return max(a, b); }
-        case 8u: { return min(a, b); }
-        default: { return a; }
+        case BINARY_MAXIMUM: { return max(a, b); }
+        case BINARY_MINIMUM: { return min(a, b); }
+        default: { return POISON_I32; }
     }
 }
 
@@ -102,39 +103,44 @@ fn scatter_add_t(a: T, b: T) -> T {
     return s;
 }
 
-fn compare_t(op: u32, a: T, b: T) -> bool {
+fn compare_t(op: u32, a: T, b: T) -> u32 {
+    var r: bool;
     switch op {
-        case 9u: { return a == b; }
-        case 10u: { return a != b; }
-        case 11u: { return a < b; }
-        case 12u: { return a <= b; }
-        case 13u: { return a > b; }
-        case 14u: { return a >= b; }
-        case 15u: { return a != 0 && b != 0; }
-        case 16u: { return a != 0 || b != 0; }
-        default: { return (a != 0) != (b != 0); }
+        case BINARY_EQ: { r = a == b; }
+        case BINARY_NE: { r = a != b; }
+        case BINARY_LT: { r = a < b; }
+        case BINARY_LE: { r = a <= b; }
+        case BINARY_GT: { r = a > b; }
+        case BINARY_GE: { r = a >= b; }
+        default: { return POISON_U32; }
     }
+    return select(0u, 1u, r);
 }
 
 fn acc_op(op: u32, a: A, b: A) -> A {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a * b; }
-        case 2u: { return max(a, b); }
-        default: { return min(a, b); }
+        case REDUCE_SUM: { return a + b; }
+        case REDUCE_PROD: { return a * b; }
+        case REDUCE_MAX: { return max(a, b); }
+        case REDUCE_MIN: { return min(a, b); }
+        default: { return POISON_I32; }
     }
 }
 
 fn acc_identity(op: u32) -> A {
     switch op {
-        case 0u: { return 0; }
-        case 1u: { return 1; }
-        case 2u: { return I32_MIN; }
-        default: { return 2147483647; }
+        case REDUCE_SUM: { return 0; }
+        case REDUCE_PROD: { return 1; }
+        case REDUCE_MAX: { return I32_MIN; }
+        case REDUCE_MIN: { return 2147483647; }
+        default: { return POISON_I32; }
     }
 }
 
 fn arg_better(op: u32, cand: T, best: T) -> bool {
-    if op == 0u { return cand > best; }
-    return cand < best;
+    switch op {
+        case ARG_ARGMAX: { return cand > best; }
+        case ARG_ARGMIN: { return cand < best; }
+        default: { return false; }
+    }
 }

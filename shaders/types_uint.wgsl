@@ -35,17 +35,16 @@ fn t_truthy(x: T) -> bool {
 
 fn unary_t(op: u32, x: T) -> T {
     switch op {
-        case 0u: { return 0u - x; }
-        case 2u: { return min(x, 1u); }
-        case 3u: { return x * x; }
-        case 23u: { return select(0u, 1u, x == 0u); }
-        default: { return x; }
+        case UNARY_NEG: { return 0u - x; }
+        case UNARY_SIGN: { return min(x, 1u); }
+        case UNARY_SQUARE: { return x * x; }
+        default: { return POISON_U32; }
     }
 }
 
-// IsNan (21), IsInf (22): never for integers; LogicalNot (23) into bool.
-fn unary_pred_t(op: u32, x: T) -> bool {
-    return op == 23u && !t_truthy(x);
+// No predicate is defined on integers (isnan/isinf never reach here; logical_not takes bool).
+fn unary_pred_t(op: u32, x: T) -> u32 {
+    return POISON_U32;
 }
 
 fn pow_u32(a: u32, b: u32) -> u32 {
@@ -63,21 +62,21 @@ fn pow_u32(a: u32, b: u32) -> u32 {
 
 fn binary_t(op: u32, a: T, b: T) -> T {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a - b; }
-        case 2u: { return a * b; }
-        case 3u, 6u: {
+        case BINARY_ADD: { return a + b; }
+        case BINARY_SUB: { return a - b; }
+        case BINARY_MUL: { return a * b; }
+        case BINARY_FLOOR_DIVIDE: {
             if b == 0u { return 0u; }
             return a / b;
         }
-        case 4u: { return pow_u32(a, b); }
-        case 5u: {
+        case BINARY_POW: { return pow_u32(a, b); }
+        case BINARY_REMAINDER: {
             if b == 0u { return 0u; }
             return a % b;
         }
-        case 7u: { return max(a, b); }
-        case 8u: { return min(a, b); }
-        default: { return a; }
+        case BINARY_MAXIMUM: { return max(a, b); }
+        case BINARY_MINIMUM: { return min(a, b); }
+        default: { return POISON_U32; }
     }
 }
 
@@ -88,39 +87,44 @@ fn scatter_add_t(a: T, b: T) -> T {
     return s;
 }
 
-fn compare_t(op: u32, a: T, b: T) -> bool {
+fn compare_t(op: u32, a: T, b: T) -> u32 {
+    var r: bool;
     switch op {
-        case 9u: { return a == b; }
-        case 10u: { return a != b; }
-        case 11u: { return a < b; }
-        case 12u: { return a <= b; }
-        case 13u: { return a > b; }
-        case 14u: { return a >= b; }
-        case 15u: { return a != 0u && b != 0u; }
-        case 16u: { return a != 0u || b != 0u; }
-        default: { return (a != 0u) != (b != 0u); }
+        case BINARY_EQ: { r = a == b; }
+        case BINARY_NE: { r = a != b; }
+        case BINARY_LT: { r = a < b; }
+        case BINARY_LE: { r = a <= b; }
+        case BINARY_GT: { r = a > b; }
+        case BINARY_GE: { r = a >= b; }
+        default: { return POISON_U32; }
     }
+    return select(0u, 1u, r);
 }
 
 fn acc_op(op: u32, a: A, b: A) -> A {
     switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a * b; }
-        case 2u: { return max(a, b); }
-        default: { return min(a, b); }
+        case REDUCE_SUM: { return a + b; }
+        case REDUCE_PROD: { return a * b; }
+        case REDUCE_MAX: { return max(a, b); }
+        case REDUCE_MIN: { return min(a, b); }
+        default: { return POISON_U32; }
     }
 }
 
 fn acc_identity(op: u32) -> A {
     switch op {
-        case 0u: { return 0u; }
-        case 1u: { return 1u; }
-        case 2u: { return 0u; }
-        default: { return 0xffffffffu; }
+        case REDUCE_SUM: { return 0u; }
+        case REDUCE_PROD: { return 1u; }
+        case REDUCE_MAX: { return 0u; }
+        case REDUCE_MIN: { return 0xffffffffu; }
+        default: { return POISON_U32; }
     }
 }
 
 fn arg_better(op: u32, cand: T, best: T) -> bool {
-    if op == 0u { return cand > best; }
-    return cand < best;
+    switch op {
+        case ARG_ARGMAX: { return cand > best; }
+        case ARG_ARGMIN: { return cand < best; }
+        default: { return false; }
+    }
 }

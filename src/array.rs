@@ -20,6 +20,11 @@ pub struct Array(pub(crate) Arc<Node>);
 /// A node of the graph.
 pub(crate) struct Node {
     pub(crate) meta: Meta,
+    /// The primitive's name ("data" for arrays made from host data), kept after the
+    /// primitive itself is dropped, so errors can say which op failed.
+    pub(crate) op_name: &'static str,
+    /// Built inside a [`retaining`] scope: keeps its primitive and inputs after eval.
+    pub(crate) retain: bool,
     pub(crate) stream: Stream,
     pub(crate) state: Mutex<State>,
     /// Signalled when `state` leaves `Running`.
@@ -27,14 +32,52 @@ pub(crate) struct Node {
 }
 
 /// Where a node is in its life. `Pending` holds the op and inputs; evaluation takes them
-/// out (detaching the node from its inputs, so their memory can go) and leaves `Ready`.
+/// out (detaching the node from its inputs, so their memory can go) and leaves `Ready`,
+/// which keeps them only for a node built inside a [`retaining`] scope.
 pub(crate) enum State {
     Pending { op: Primitive, inputs: Vec<Array> },
     Running,
-    Ready(Buffer),
+    Ready { buffer: Buffer, kept: Option<Box<Kept>> },
     Failed(Error),
 }
 
+/// What a retained node keeps after eval, for a transform to walk.
+pub(crate) struct Kept {
+    pub(crate) op: Primitive,
+    pub(crate) inputs: Vec<Array>,
+}
+
+impl State {
+    /// The node's inputs while it still holds them (pending or retained).
+    fn inputs_mut(&mut self) -> Option<&mut Vec<Array>> {
+        match self {
+            State::Pending { inputs, .. } => Some(inputs),
+            State::Ready { kept: Some(k), .. } => Some(&mut k.inputs),
+            State::Ready { kept: None, .. } | State::Running | State::Failed(_) => None,
+        }
+    }
+}
+
+thread_local! {
+    /// Depth of nested [`retaining`] scopes on this thread.
+    static RETAIN_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` with node retention on: nodes built inside keep `(primitive, inputs)` after
+/// they are evaluated, so a transform (autodiff, compile) can walk the graph it traced.
+/// Nodes built outside detach after eval, so an ordinary loop holds no history.
+#[allow(dead_code)] // the transforms (autodiff, compile) open these scopes
+pub(crate) fn retaining<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RETAIN_DEPTH.with(|d| d.set(d.get() - 1));
+        }
+    }
+    RETAIN_DEPTH.with(|d| d.set(d.get() + 1));
+    let _restore = Restore;
+    f()
+}
 impl Node {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -46,14 +89,12 @@ impl Drop for Node {
     /// must not recurse a million frames deep.
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut stack = match state {
-            State::Pending { inputs, .. } => std::mem::take(inputs),
-            _ => return,
-        };
+        let Some(inputs) = state.inputs_mut() else { return };
+        let mut stack = std::mem::take(inputs);
         while let Some(a) = stack.pop() {
             // Only the last owner takes the inputs out; others just drop a reference.
             if let Some(mut node) = Arc::into_inner(a.0)
-                && let State::Pending { inputs, .. } = node.state.get_mut().unwrap_or_else(|e| e.into_inner())
+                && let Some(inputs) = node.state.get_mut().unwrap_or_else(|e| e.into_inner()).inputs_mut()
             {
                 stack.append(inputs);
             }
@@ -68,15 +109,43 @@ impl std::fmt::Debug for Array {
 }
 
 impl Array {
-    /// A node with an op, on the current stream (see [`crate::with_stream`]).
-    pub(crate) fn from_op(op: Primitive, inputs: Vec<Array>, shape: Vec<usize>, dtype: DType) -> Result<Array> {
+    /// A node applying `op` to `inputs`, on the current stream (see [`crate::with_stream`]).
+    /// Its shape and dtype come from the primitive's [`Rules::infer`](crate::primitive::Rules),
+    /// which also rejects inputs the primitive does not take.
+    pub(crate) fn from_op(op: impl Into<Primitive>, inputs: Vec<Array>) -> Result<Array> {
+        let op = op.into();
+        let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
+        let mut outs = op.infer(&metas)?;
+        if outs.len() != 1 {
+            return Err(Error::invalid(
+                op.name(),
+                format!(
+                    "has {} outputs; graph nodes hold one output (multi-output nodes are not built yet)",
+                    outs.len()
+                ),
+            ));
+        }
+        let meta = outs.remove(0);
         let stream = current_stream()?;
         stream.check()?;
-        Ok(Self::with_state(Meta { shape, dtype }, stream, State::Pending { op, inputs }))
+        let name = op.name();
+        Ok(Self::with_state(meta, stream, name, State::Pending { op, inputs }))
     }
 
-    pub(crate) fn with_state(meta: Meta, stream: Stream, state: State) -> Array {
-        Array(Arc::new(Node { meta, stream, state: Mutex::new(state), done: Condvar::new() }))
+    pub(crate) fn with_state(meta: Meta, stream: Stream, op_name: &'static str, state: State) -> Array {
+        let retain = RETAIN_DEPTH.with(|d| d.get() > 0);
+        Array(Arc::new(Node { meta, stream, op_name, retain, state: Mutex::new(state), done: Condvar::new() }))
+    }
+
+    /// The primitive and inputs of this node, while it has them (pending, or evaluated
+    /// inside a [`retaining`] scope). `None` for data and detached nodes.
+    #[allow(dead_code)] // for the transforms (autodiff, compile) that walk traced graphs
+    pub(crate) fn graph(&self) -> Option<(Primitive, Vec<Array>)> {
+        match &*self.0.lock() {
+            State::Pending { op, inputs } => Some((op.clone(), inputs.clone())),
+            State::Ready { kept: Some(k), .. } => Some((k.op.clone(), k.inputs.clone())),
+            State::Ready { kept: None, .. } | State::Running | State::Failed(_) => None,
+        }
     }
 
     /// An array holding a copy of `data`, laid out row-major in `shape`.
@@ -113,7 +182,7 @@ impl Array {
         stream.check()?;
         let cpu = crate::stream::default_stream(Device::cpu())?;
         let buf = backend_for(Device::cpu())?.upload(&cpu, dtype, bytes)?;
-        Ok(Self::with_state(Meta { shape: shape.to_vec(), dtype }, stream, State::Ready(buf)))
+        Ok(Self::with_state(Meta::new(shape, dtype), stream, "data", State::Ready { buffer: buf, kept: None }))
     }
 
     /// A 0-dimensional array holding `value`.
@@ -147,7 +216,7 @@ impl Array {
     }
     /// True once the data has been computed.
     pub fn is_evaluated(&self) -> bool {
-        matches!(*self.0.lock(), State::Ready(_))
+        matches!(*self.0.lock(), State::Ready { .. })
     }
     pub(crate) fn meta(&self) -> &Meta {
         &self.0.meta
@@ -166,7 +235,7 @@ impl Array {
         self.eval()?;
         let _guard = crate::lifecycle::WorkGuard::enter()?;
         let buf = crate::eval::ready_buffer(self)?;
-        backend_for(buf.device())?.download(&buf, self.dtype(), self.size())
+        backend_for(buf.device())?.download(&buf)
     }
 
     /// Evaluates and copies the data out, row-major. `T` must match the dtype

@@ -8,27 +8,33 @@ use half::{bf16, f16};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// Boolean, one byte per element on the CPU.
-    Bool,
+    Bool = 0,
     /// Unsigned 32-bit integer.
-    U32,
+    U32 = 1,
     /// Signed 32-bit integer.
-    I32,
+    I32 = 2,
     /// Signed 64-bit integer (CPU only).
-    I64,
+    I64 = 3,
     /// IEEE half precision.
-    F16,
+    F16 = 4,
     /// bfloat16.
-    BF16,
+    BF16 = 5,
     /// IEEE single precision.
-    F32,
+    F32 = 6,
     /// IEEE double precision (CPU only).
-    F64,
+    F64 = 7,
 }
 
 impl DType {
     /// All dtypes, in promotion-lattice order.
     pub const ALL: [DType; 8] =
         [DType::Bool, DType::U32, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+
+    /// A stable code for the dtype (its lattice position), shared with the GPU shaders
+    /// as the `DTYPE_*` constants.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
 
     /// Bytes per element in host memory.
     pub fn size(self) -> usize {
@@ -83,8 +89,10 @@ impl std::fmt::Display for DType {
 }
 
 /// The result dtype of a binary op on `a` and `b`, following NumPy's rules for arrays
-/// (as MLX does): bool < integers < floats; mixing signed and unsigned 32-bit gives
-/// `I64`; `F16` with `BF16` gives `F32`.
+/// (as MLX does): bool < integers < floats; `F16` with `BF16` gives `F32`. One
+/// exception, so that every device runs the result: `U32` with `I32` gives `I32`
+/// (wrapping, as JAX does with 64-bit types off), where NumPy gives `int64`, which the
+/// GPU does not have.
 pub fn promote(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
@@ -96,8 +104,31 @@ pub fn promote(a: DType, b: DType) -> DType {
         (x, y) if x.is_float() && y.is_float() => x.max(y),
         (x, _) if x.is_float() => x,
         (_, y) if y.is_float() => y,
-        (U32, I32) | (I32, U32) => I64,
+        (U32, I32) | (I32, U32) => I32,
         (x, y) => x.max(y),
+    }
+}
+
+/// Host bytes (the layout of [`crate::Array::from_bytes`]) of `values` converted to `dtype`
+/// with [`Element::from_f64`] (`as` semantics). For backends that compute parameters on the
+/// host (fill patterns, aranges).
+pub fn f64s_to_bytes(dtype: DType, values: impl Iterator<Item = f64>) -> Vec<u8> {
+    fn f<T: Element>(values: impl Iterator<Item = f64>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in values {
+            T::from_f64(v).write_bytes(&mut out);
+        }
+        out
+    }
+    match dtype {
+        DType::Bool => f::<bool>(values),
+        DType::U32 => f::<u32>(values),
+        DType::I32 => f::<i32>(values),
+        DType::I64 => f::<i64>(values),
+        DType::F16 => f::<f16>(values),
+        DType::BF16 => f::<bf16>(values),
+        DType::F32 => f::<f32>(values),
+        DType::F64 => f::<f64>(values),
     }
 }
 
@@ -171,7 +202,8 @@ mod tests {
         use DType::*;
         assert_eq!(promote(Bool, I32), I32);
         assert_eq!(promote(I32, F16), F16);
-        assert_eq!(promote(U32, I32), I64);
+        assert_eq!(promote(U32, I32), I32);
+        assert_eq!(promote(U32, I64), I64);
         assert_eq!(promote(F16, BF16), F32);
         assert_eq!(promote(F32, F64), F64);
         assert_eq!(promote(I64, F32), F32);

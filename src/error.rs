@@ -1,4 +1,10 @@
 //! The crate's error type. Every fallible public call returns [`Result`].
+//!
+//! Errors keep their cause: a node whose input failed reports
+//! [`Error::Eval`] naming the input's op, with the input's own error as its
+//! [`source`](std::error::Error::source). Match on variants, not on message text.
+
+use std::sync::Arc;
 
 use crate::dtype::DType;
 
@@ -75,19 +81,56 @@ pub enum Error {
     /// A GPU error: validation, out-of-memory, lost device, timeout.
     #[error("gpu: {0}")]
     Gpu(String),
-    /// An evaluation that failed earlier; reading its result repeats the cause.
-    #[error("evaluation failed: {0}")]
-    Eval(String),
+    /// An input of this array failed to evaluate: `op` is the input's primitive, `cause`
+    /// its error (the first failure along the chain: later nodes pass it on unchanged).
+    #[error("evaluation of {op} failed: {cause}")]
+    Eval {
+        /// Name of the primitive whose evaluation failed ("exp", "matmul"...).
+        op: &'static str,
+        /// Why it failed.
+        #[source]
+        cause: Arc<Error>,
+    },
+    /// A broken invariant inside lazuli (a bug: please report it).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
+/// Constructors, public so that third-party backends report errors in the same terms.
 impl Error {
-    pub(crate) fn shape(op: &'static str, msg: impl Into<String>) -> Self {
+    /// [`Error::Shape`].
+    pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Shape { op, msg: msg.into() }
     }
-    pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
+    /// [`Error::Invalid`].
+    pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Invalid { op, msg: msg.into() }
     }
-    pub(crate) fn dtype(op: &'static str, dtype: DType, msg: impl Into<String>) -> Self {
+    /// [`Error::DType`].
+    pub fn dtype(op: &'static str, dtype: DType, msg: impl Into<String>) -> Self {
         Error::DType { op, dtype, msg: msg.into() }
+    }
+    /// [`Error::Unsupported`]: `backend` lacks what `msg` says.
+    pub fn unsupported(backend: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Unsupported { backend: backend.into(), msg: msg.into() }
+    }
+    /// [`Error::Device`].
+    pub fn device(msg: impl Into<String>) -> Self {
+        Error::Device(msg.into())
+    }
+    /// [`Error::Eval`]: the evaluation of `op` failed because of `cause`. A cause that is
+    /// itself an `Eval` is passed on unchanged, so chains do not nest.
+    pub fn eval(op: &'static str, cause: Error) -> Self {
+        match cause {
+            e @ Error::Eval { .. } => e,
+            other => Error::Eval { op, cause: Arc::new(other) },
+        }
+    }
+    /// The error at the root of an [`Error::Eval`] chain (itself for other variants).
+    pub fn root_cause(&self) -> &Error {
+        match self {
+            Error::Eval { cause, .. } => cause.root_cause(),
+            other => other,
+        }
     }
 }

@@ -1,14 +1,19 @@
-//! Evaluation: topological order without recursion, each node run once, detach after.
+//! Evaluation: topological order without recursion, each node run once, detach after
+//! (unless the node was built inside a retaining scope, see `array::retaining`).
+//!
+//! A node whose backend does not [`support`](crate::backend::Backend::supports) its
+//! primitive runs the primitive's decomposition instead, on the same stream.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use crate::array::{Array, Node, State};
-use crate::backend::{Buffer, Input, backend_for};
+use crate::array::{Array, Kept, Node, State};
+use crate::backend::{Backend, Buffer, Input, backend_for};
 use crate::error::{Error, Result};
 use crate::lifecycle::WorkGuard;
-use crate::stream::registry;
+use crate::primitive::{Meta, Primitive};
+use crate::stream::{Stream, registry, with_stream};
 
 static PRIMITIVES_RUN: AtomicU64 = AtomicU64::new(0);
 
@@ -38,7 +43,7 @@ fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
         }
         let inputs = match &*a.0.lock() {
             State::Pending { inputs, .. } => inputs.clone(),
-            _ => continue,
+            State::Running | State::Ready { .. } | State::Failed(_) => continue,
         };
         stack.push((a, true));
         for i in inputs.into_iter().rev() {
@@ -105,11 +110,11 @@ pub(crate) fn wait_ready(node: &Node) -> Result<Buffer> {
     let mut st = node.lock();
     loop {
         match &*st {
-            State::Ready(b) => return Ok(b.clone()),
+            State::Ready { buffer, .. } => return Ok(buffer.clone()),
             State::Failed(e) => return Err(e.clone()),
             State::Running => st = node.done.wait(st).unwrap_or_else(|e| e.into_inner()),
             State::Pending { .. } => {
-                return Err(Error::Eval("internal: node not evaluated".into()));
+                return Err(Error::Internal(format!("{} read before it was evaluated", node.op_name)));
             }
         }
     }
@@ -133,11 +138,12 @@ fn run_node(node: &Node) -> Result<()> {
         }
     };
     let result = execute(node, &op, &inputs);
-    // Detach: `op` and `inputs` drop at the end of this function, freeing inputs no
-    // one else holds.
+    // Detach: unless the node is retained, `op` and `inputs` drop at the end of this
+    // function, freeing inputs no one else holds.
+    let kept = node.retain.then(|| Box::new(Kept { op, inputs }));
     let mut st = node.lock();
     *st = match &result {
-        Ok(b) => State::Ready(b.clone()),
+        Ok(b) => State::Ready { buffer: b.clone(), kept },
         Err(e) => State::Failed(e.clone()),
     };
     node.done.notify_all();
@@ -145,28 +151,76 @@ fn run_node(node: &Node) -> Result<()> {
     result.map(|_| ())
 }
 
-fn execute(node: &Node, op: &crate::primitive::Primitive, inputs: &[Array]) -> Result<Buffer> {
+fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     let stream = &node.stream;
     registry().check(stream)?;
     let backend = backend_for(stream.device)?;
     let mut buffers = Vec::with_capacity(inputs.len());
     for a in inputs {
-        let b = wait_ready(&a.0).map_err(|e| match e {
-            Error::Eval(_) => e,
-            other => Error::Eval(other.to_string()),
-        })?;
+        let b = wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?;
         buffers.push(if b.device() == stream.device { b } else { transfer(&b, a, stream)? });
     }
-    let ins: Vec<Input<'_>> = buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
     PRIMITIVES_RUN.fetch_add(1, Ordering::Relaxed);
-    if node.meta.shape.contains(&0) {
-        return backend.allocate(stream, node.meta.dtype, 0);
+    if node.meta.numel() == 0 {
+        // Kernels never see empty outputs.
+        return backend.upload(stream, node.meta.dtype, &[]);
     }
-    backend.run(stream, op, &ins, &node.meta)
+    let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
+    if !backend.supports(op, &metas)
+        && let Some(parts) = with_stream(stream, || op.rules().decompose(inputs))
+    {
+        return run_decomposed(node, op, parts?);
+    }
+    let ins: Vec<Input<'_>> = buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+    let outs = backend.run(stream, op, &ins, std::slice::from_ref(&node.meta))?;
+    single_output(backend.as_ref(), op, outs)
+}
+
+fn single_output(backend: &dyn Backend, op: &Primitive, outs: Vec<Buffer>) -> Result<Buffer> {
+    let n = outs.len();
+    outs.into_iter().next().filter(|_| n == 1).ok_or_else(|| {
+        Error::unsupported(backend.name(), format!("{} returned {n} outputs for a primitive with 1", op.name()))
+    })
+}
+
+thread_local! {
+    /// Decompositions being evaluated on this thread, one inside another.
+    static DECOMPOSING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Bound on nested decompositions: each level only uses simpler primitives, so a real
+/// chain is a few levels deep; more means a decomposition that feeds on itself.
+const MAX_DECOMPOSE_DEPTH: usize = 16;
+
+/// Evaluates the arrays a decomposition built in place of `op` and takes the result.
+fn run_decomposed(node: &Node, op: &Primitive, parts: Vec<Array>) -> Result<Buffer> {
+    let depth = DECOMPOSING.with(|d| d.get());
+    if depth >= MAX_DECOMPOSE_DEPTH {
+        return Err(Error::Internal(format!("{} decomposes into itself", op.name())));
+    }
+    DECOMPOSING.with(|d| d.set(depth + 1));
+    let refs: Vec<&Array> = parts.iter().collect();
+    let done = eval(&refs);
+    DECOMPOSING.with(|d| d.set(depth));
+    done?;
+    let [out] = parts.as_slice() else {
+        return Err(Error::Internal(format!("{}'s decomposition gave {} outputs for 1", op.name(), parts.len())));
+    };
+    if out.meta() != &node.meta || out.stream() != node.stream {
+        return Err(Error::Internal(format!(
+            "{}'s decomposition gave {:?} on {:?} for {:?} on {:?}",
+            op.name(),
+            out.meta(),
+            out.stream(),
+            node.meta,
+            node.stream
+        )));
+    }
+    wait_ready(&out.0)
 }
 
 /// Copies a buffer to the device of `stream` through host memory.
-fn transfer(b: &Buffer, a: &Array, stream: &crate::stream::Stream) -> Result<Buffer> {
-    let bytes = backend_for(b.device())?.download(b, a.dtype(), a.size())?;
+fn transfer(b: &Buffer, a: &Array, stream: &Stream) -> Result<Buffer> {
+    let bytes = backend_for(b.device())?.download(b)?;
     backend_for(stream.device)?.upload(stream, a.dtype(), &bytes)
 }

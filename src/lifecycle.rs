@@ -15,20 +15,24 @@
 //!    touching a device) and waits, bounded, for threads inside lazuli to leave, device
 //!    creation included.
 //! 2. **End** (`exit_hook`), a glibc `on_exit` handler registered on first use and again
-//!    after every driver step (instance, adapter, device, shader compile), so it runs
-//!    before the exit handlers drivers register as they go. It repeats step 1 (for an
-//!    exit from another thread), then returns on a CPU-only process, or, once a GPU was
-//!    used, flushes stdout/stderr and `_exit(status)`s: NVIDIA's own exit-time teardown
-//!    crashed even with the device idle. `LAZULI_DEBUG_EXIT=1` reports both steps on
-//!    stderr.
+//!    after every driver step a backend reports ([`driver_step`]: instance, adapter,
+//!    device, shader compile), so it runs before the exit handlers drivers register as
+//!    they go. It repeats step 1 (for an exit from another thread), then asks every
+//!    started backend for its [`ExitPolicy`]: it returns when all say `Return` (the
+//!    CPU), or flushes stdout/stderr and `_exit(status)`s when one says `HardExit` (the
+//!    GPU once its device creation began: NVIDIA's own exit-time teardown crashed even
+//!    with the device idle). `LAZULI_DEBUG_EXIT=1` reports both steps on stderr.
+//!
+//! Lifecycle knows no backend: it asks each started one through the
+//! [`Backend`](crate::backend::Backend) trait (`wait_idle`, `exit_policy`).
 //!
 //! The device, queue and stream registry live in leaked statics, so nothing lazuli owns
 //! is destroyed under a thread that still holds a handle.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::backend::{ExitPolicy, started_backends};
 use crate::error::{Error, Result};
 use crate::stream::registry;
 
@@ -63,51 +67,28 @@ impl Drop for WorkGuard {
 /// How long the exit hook waits for work in flight before it gives up and `_exit`s.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
-/// Waits until a backend's device is idle, for at most the given time; true if idle.
-pub type IdleWaiter = fn(Duration) -> bool;
-
-/// Idle waiters of the backends that have started. A plain list behind a mutex: it is
-/// only pushed to at backend start and read by the exit hook.
-static IDLE_WAITERS: Mutex<Vec<IdleWaiter>> = Mutex::new(Vec::new());
-
-fn waiters() -> Vec<IdleWaiter> {
-    IDLE_WAITERS.lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Called by a backend once it has compiled and run its first kernel: records how to
-/// wait for its device, and registers the exit hook again so that it runs before any
-/// exit-time destructors the driver registered while compiling.
-pub fn backend_ready(idle: IdleWaiter) {
-    IDLE_WAITERS.lock().unwrap_or_else(|e| e.into_inner()).push(idle);
-    install_exit_hook();
-}
-
-/// Set once a GPU device has begun to be created: from then on the exit hook ends the
-/// process itself rather than let the driver's exit-time teardown run.
-static DEVICE_STARTED: AtomicBool = AtomicBool::new(false);
-
-/// Set while a GPU device is being created.
-static DEVICE_CREATING: AtomicBool = AtomicBool::new(false);
-
-/// Called by a GPU backend before it creates its device.
-pub(crate) fn device_started() {
-    DEVICE_STARTED.store(true, Ordering::SeqCst);
-    DEVICE_CREATING.store(true, Ordering::SeqCst);
-}
-
-/// Called by a GPU backend once device creation has returned (made or failed).
-pub(crate) fn device_created() {
-    DEVICE_CREATING.store(false, Ordering::SeqCst);
+/// The strongest exit policy among the backends started so far. Reads only what
+/// backends keep in atomics: it runs inside exit, where wgpu cannot be called.
+fn exit_policy() -> ExitPolicy {
+    started_backends().iter().map(|b| b.exit_policy()).max().unwrap_or(ExitPolicy::Return)
 }
 
 fn wait_backends_idle(timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
-    waiters().into_iter().all(|w| w(deadline.saturating_duration_since(Instant::now())))
+    started_backends().iter().all(|b| b.wait_idle(deadline.saturating_duration_since(Instant::now())))
+}
+
+/// For backends: call after every step that may make a driver register exit handlers of
+/// its own (instance, adapter and device creation, the first shader compile). Exit
+/// handlers run in reverse order of registration, so registering the lifecycle hook
+/// again after each step keeps it ahead of the driver's teardown (shared/facts/teardown.md).
+pub fn driver_step() {
+    install_exit_hook();
 }
 
 /// Registers the exit hook (once per call: glibc runs every registration, and all but
 /// the first return at once).
-pub(crate) fn install_exit_hook() {
+fn install_exit_hook() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // glibc's `on_exit` hands the exit status to the handler (the `libc` crate does
@@ -186,7 +167,7 @@ fn exit_hook(status: i32) {
     if HOOK_RAN.swap(true, Ordering::SeqCst) {
         return;
     }
-    if DEVICE_CREATING.load(Ordering::SeqCst) {
+    if exit_policy() == ExitPolicy::HardExitNow {
         // Only reachable when step one did not run (exit from another thread): a driver
         // half-way through creating a device is not worth waiting for; it crashed on
         // NVIDIA when exit ran beside it. Nothing of ours is in flight yet.
@@ -201,13 +182,13 @@ fn exit_hook(status: i32) {
     if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
         eprintln!("lazuli: exit hook: status {status}, drained");
     }
-    if DEVICE_STARTED.load(Ordering::SeqCst) {
-        // A GPU backend ran. Its driver tears itself down in later exit handlers and
-        // library destructors while driver threads may still run, which crashed on
-        // NVIDIA's Vulkan driver. Our work has drained, so end here, keeping the status
-        // (shared/facts/h200-vulkan.md: 20 / 20 clean this way). GPU work still queued
-        // is dropped with the process by the kernel driver; we do not wait for it,
-        // since wgpu cannot be called here once the main thread's thread-locals are gone.
+    if exit_policy() != ExitPolicy::Return {
+        // A backend whose driver tears itself down in later exit handlers and library
+        // destructors while driver threads may still run (NVIDIA's Vulkan driver crashed
+        // so). Our work has drained, so end here, keeping the status
+        // (shared/facts/h200-vulkan.md: 20 / 20 clean this way). GPU work still queued is
+        // dropped with the process by the kernel driver; we do not wait for it, since
+        // wgpu cannot be called here once the main thread's thread-locals are gone.
         flush_and_exit(status);
     }
 }

@@ -75,6 +75,36 @@ pub fn broadcast_strides(input: &[usize], out: &[usize]) -> Vec<isize> {
     (0..out.len()).map(|i| if i < lead || input[i - lead] == 1 && out[i] != 1 { 0 } else { base[i - lead] }).collect()
 }
 
+/// Merges axes that every stride set walks contiguously (and drops size-1 axes), so
+/// strided kernels see the smallest rank. Returns the shape and one stride set per input.
+/// Used by both backends' strided kernels and by [`crate::primitive::MatmulPlan`].
+pub fn merge_axes(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isize>>) {
+    let mut out_shape: Vec<usize> = Vec::new();
+    let mut out_strides: Vec<Vec<isize>> = vec![Vec::new(); strides.len()];
+    for (ax, &d) in shape.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        // Mergeable when, for every input, the previous kept axis steps over exactly this one.
+        let mergeable = !out_shape.is_empty()
+            && strides.iter().zip(&out_strides).all(|(s, o)| o.last().is_some_and(|&l| l == s[ax] * d as isize));
+        if mergeable && let Some(last) = out_shape.last_mut() {
+            *last *= d;
+            for (o, s) in out_strides.iter_mut().zip(strides) {
+                if let Some(l) = o.last_mut() {
+                    *l = s[ax];
+                }
+            }
+        } else {
+            out_shape.push(d);
+            for (o, s) in out_strides.iter_mut().zip(strides) {
+                o.push(s[ax]);
+            }
+        }
+    }
+    (out_shape, out_strides)
+}
+
 /// Walks the element offsets of a strided view in row-major order of `shape`.
 /// Used by kernels that read broadcast or strided inputs.
 pub struct StridedIter<'a> {
@@ -128,6 +158,19 @@ mod tests {
         assert_eq!(broadcast_shapes("t", &[], &[2, 2]).unwrap(), vec![2, 2]);
         assert!(broadcast_shapes("t", &[3], &[4]).is_err());
         assert_eq!(broadcast_strides(&[3, 1], &[2, 3, 4]), vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn merging_axes() {
+        // A contiguous [2, 3, 4] against a broadcast row: the first two axes merge for both.
+        let (shape, st) = merge_axes(&[2, 3, 4], &[vec![12, 4, 1], vec![0, 0, 1]]);
+        assert_eq!(shape, vec![2 * 3, 4]);
+        assert_eq!(st, vec![vec![4, 1], vec![0, 1]]);
+        // Size-1 axes vanish; a transpose does not merge.
+        let (shape, st) = merge_axes(&[1, 3, 2], &[vec![6, 1, 3]]);
+        assert_eq!(shape, vec![3, 2]);
+        assert_eq!(st, vec![vec![1, 3]]);
+        assert_eq!(merge_axes(&[], &[vec![]]).0, Vec::<usize>::new());
     }
 
     #[test]

@@ -1,20 +1,23 @@
-//! A third-party backend plugs into the device layer without touching the crate.
+//! A third-party backend plugs into the device layer without touching the crate: it runs
+//! a handful of primitives, and everything else that has a decomposition runs through it.
 
 use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lazuli::backend::{Backend, Buffer, DeviceBuffer, Input, register_backend};
-use lazuli::primitive::{BinaryOp, Meta, Primitive};
+use lazuli::primitive::{BinaryOp, Meta, Primitive, UnaryOp};
+use lazuli::shape::{StridedIter, broadcast_strides};
 use lazuli::{Array, DType, Device, Error, Result, Stream};
 
-/// A toy backend: f32 only, knows `Full` and `Binary(Add)`, counts its kernel runs.
+/// A toy backend: f32 and bool (held as 0.0 / 1.0), a few primitives, counting its runs.
 struct Toy {
     runs: AtomicUsize,
 }
 
 struct ToyBuf {
     dev: Device,
+    dtype: DType,
     data: Vec<f32>,
 }
 
@@ -28,55 +31,112 @@ impl DeviceBuffer for ToyBuf {
 }
 
 fn toy(b: &Buffer) -> &[f32] {
-    &b.as_any().downcast_ref::<ToyBuf>().unwrap().data
+    &b.as_any().downcast_ref::<ToyBuf>().expect("a toy buffer").data
 }
 
-fn unsupported(msg: &str) -> Error {
-    Error::Unsupported { backend: "toy".into(), msg: msg.into() }
+fn unsupported(msg: String) -> Error {
+    Error::unsupported("toy", msg)
+}
+
+/// The primitives the toy has kernels for.
+fn kernel_for(op: &Primitive) -> bool {
+    use BinaryOp as B;
+    use UnaryOp as U;
+    match op {
+        Primitive::Full(_) | Primitive::Select(_) | Primitive::Reshape(_) | Primitive::Copy(_) => true,
+        Primitive::Unary(u) => matches!(u.op, U::Exp | U::Log | U::Sqrt | U::Sin | U::Cos | U::LogicalNot),
+        Primitive::Binary(b) => matches!(b.op, B::Add | B::Mul | B::Div | B::Lt | B::Eq | B::LogicalOr),
+        _ => false,
+    }
+}
+
+/// `f` over inputs broadcast to `out`.
+fn zip(inputs: &[Input<'_>], out: &Meta, f: impl Fn(&[f32]) -> f32) -> Vec<f32> {
+    let strides: Vec<Vec<isize>> = inputs.iter().map(|i| broadcast_strides(&i.meta.shape, &out.shape)).collect();
+    let mut iters: Vec<StridedIter<'_>> = strides.iter().map(|s| StridedIter::new(&out.shape, s, 0)).collect();
+    let n: usize = out.shape.iter().product();
+    let mut args = vec![0.0; inputs.len()];
+    (0..n)
+        .map(|_| {
+            for (k, it) in iters.iter_mut().enumerate() {
+                args[k] = toy(inputs[k].buffer)[it.next().expect("one offset per element")];
+            }
+            f(&args)
+        })
+        .collect()
 }
 
 impl Backend for Toy {
     fn name(&self) -> &str {
         "toy"
     }
-    fn allocate(&self, s: &Stream, dtype: DType, len: usize) -> Result<Buffer> {
-        if dtype != DType::F32 {
-            return Err(unsupported("f32 only"));
-        }
-        Ok(Arc::new(ToyBuf { dev: s.device, data: vec![0.0; len] }))
-    }
     fn upload(&self, s: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
-        if dtype != DType::F32 {
-            return Err(unsupported("f32 only"));
-        }
-        let data = bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-        Ok(Arc::new(ToyBuf { dev: s.device, data }))
+        let data = match dtype {
+            DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect(),
+            DType::Bool => bytes.iter().map(|&b| b as f32).collect(),
+            other => return Err(unsupported(format!("{other} (f32 and bool only)"))),
+        };
+        Ok(Arc::new(ToyBuf { dev: s.device, dtype, data }))
     }
-    fn download(&self, b: &Buffer, _dtype: DType, _len: usize) -> Result<Vec<u8>> {
-        Ok(toy(b).iter().flat_map(|x| x.to_le_bytes()).collect())
+    fn download(&self, b: &Buffer) -> Result<Vec<u8>> {
+        let t = b.as_any().downcast_ref::<ToyBuf>().expect("a toy buffer");
+        Ok(match t.dtype {
+            DType::Bool => t.data.iter().map(|&x| (x != 0.0) as u8).collect(),
+            _ => t.data.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        })
     }
-    fn run(&self, s: &Stream, op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<Buffer> {
+    fn supports(&self, op: &Primitive, inputs: &[&Meta]) -> bool {
+        kernel_for(op) && inputs.iter().all(|m| matches!(m.dtype, DType::F32 | DType::Bool))
+    }
+    fn run(&self, s: &Stream, op: &Primitive, inputs: &[Input<'_>], outs: &[Meta]) -> Result<Vec<Buffer>> {
         self.runs.fetch_add(1, Ordering::SeqCst);
+        let out = &outs[0];
         let n: usize = out.shape.iter().product();
         let data = match op {
-            Primitive::Full { value } => vec![*value as f32; n],
-            Primitive::Binary(BinaryOp::Add) if inputs[0].meta.shape == inputs[1].meta.shape => {
-                toy(inputs[0].buffer).iter().zip(toy(inputs[1].buffer)).map(|(a, b)| a + b).collect()
+            Primitive::Full(f) => vec![f.value as f32; n],
+            Primitive::Reshape(_) | Primitive::Copy(_) => return Ok(vec![inputs[0].buffer.clone()]),
+            Primitive::Select(_) => zip(inputs, out, |v| if v[0] != 0.0 { v[1] } else { v[2] }),
+            Primitive::Unary(u) if kernel_for(op) => {
+                let f: fn(f32) -> f32 = match u.op {
+                    UnaryOp::Exp => f32::exp,
+                    UnaryOp::Log => f32::ln,
+                    UnaryOp::Sqrt => f32::sqrt,
+                    UnaryOp::Sin => f32::sin,
+                    UnaryOp::Cos => f32::cos,
+                    _ => |x| (x == 0.0) as u8 as f32,
+                };
+                toy(inputs[0].buffer).iter().map(|&x| f(x)).collect()
             }
-            other => return Err(unsupported(&format!("no kernel for {other:?}"))),
+            Primitive::Binary(b) if kernel_for(op) => {
+                let f: fn(f32, f32) -> f32 = match b.op {
+                    BinaryOp::Add => |x, y| x + y,
+                    BinaryOp::Mul => |x, y| x * y,
+                    BinaryOp::Div => |x, y| x / y,
+                    BinaryOp::Lt => |x, y| (x < y) as u8 as f32,
+                    BinaryOp::Eq => |x, y| (x == y) as u8 as f32,
+                    _ => |x, y| (x != 0.0 || y != 0.0) as u8 as f32,
+                };
+                zip(inputs, out, |v| f(v[0], v[1]))
+            }
+            other => return Err(unsupported(format!("no kernel for {}", other.name()))),
         };
-        Ok(Arc::new(ToyBuf { dev: s.device, data }))
+        Ok(vec![Arc::new(ToyBuf { dev: s.device, dtype: out.dtype, data })])
     }
     fn synchronize(&self, _s: &Stream) -> Result<()> {
         Ok(())
     }
 }
 
-#[test]
-fn a_registered_backend_runs_ops_and_reports_what_it_lacks() {
+fn toy_device() -> (Arc<Toy>, Stream) {
     let backend = Arc::new(Toy { runs: AtomicUsize::new(0) });
     let dev = register_backend(backend.clone()).unwrap();
-    let s = lazuli::new_stream(dev).unwrap();
+    (backend, lazuli::new_stream(dev).unwrap())
+}
+
+#[test]
+fn a_registered_backend_runs_ops_and_reports_what_it_lacks() {
+    let (backend, s) = toy_device();
+    let dev = s.device;
 
     // Data made on the CPU is copied to the toy device when an op there needs it.
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
@@ -90,10 +150,55 @@ fn a_registered_backend_runs_ops_and_reports_what_it_lacks() {
     assert_eq!(c.device(), Device::cpu());
     assert_eq!(c.to_vec::<f32>().unwrap(), vec![20.0, 40.0, 60.0]);
 
-    // An op the backend lacks is an error naming the backend, not a panic.
-    let d = lazuli::with_stream(&s, || a.exp()).unwrap();
+    // An op the backend lacks and that has no decomposition is an error naming the
+    // backend, not a panic.
+    let d = lazuli::with_stream(&s, || a.floor()).unwrap();
     match d.eval() {
         Err(Error::Unsupported { backend, .. }) => assert_eq!(backend, "toy"),
         other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn primitives_the_backend_lacks_run_through_their_decompositions() {
+    let (backend, s) = toy_device();
+    let xs = [-2.5f32, -1.0, -0.25, 0.0, 0.5, 1.0, 3.0];
+    let pos = [0.25f32, 0.5, 1.0, 2.0, 4.0, 9.0, 30.0];
+    let x = Array::from_slice(&xs, &[7]).unwrap();
+    let p = Array::from_slice(&pos, &[7]).unwrap();
+    type Op = fn(&Array, &Array) -> Result<Array>;
+    let cases: [(&str, Op); 19] = [
+        ("sigmoid", |x, _| x.sigmoid()),
+        ("tanh", |x, _| x.tanh()),
+        ("square", |x, _| x.square()),
+        ("neg", |x, _| x.neg()),
+        ("abs", |x, _| x.abs()),
+        ("sign", |x, _| x.sign()),
+        ("expm1", |x, _| x.expm1()),
+        ("log1p", |_, p| p.log1p()),
+        ("log2", |_, p| p.log2()),
+        ("rsqrt", |_, p| p.rsqrt()),
+        ("reciprocal", |_, p| p.reciprocal()),
+        ("tan", |x, _| x.tan()),
+        ("sub", |x, p| x.sub(p)),
+        ("maximum", |x, p| x.maximum(&p.add(-2.0)?)),
+        ("minimum", |x, p| x.minimum(&p.add(-2.0)?)),
+        ("ne", |x, p| x.ne(&p.add(-1.0)?)),
+        ("gt", |x, p| x.gt(&p.add(-1.0)?)),
+        ("ge", |x, p| x.ge(&p.add(-1.0)?)),
+        ("le", |x, p| x.le(&p.add(-1.0)?)),
+    ];
+    for (name, f) in cases {
+        let want = f(&x, &p).unwrap().astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let before = backend.runs.load(Ordering::SeqCst);
+        let y = lazuli::with_stream(&s, || f(&x, &p)).unwrap();
+        assert_eq!(y.device(), s.device);
+        // Comparisons give bool: converted on the CPU for the comparison below.
+        let got = y.to_device(Device::cpu()).and_then(|y| y.astype(DType::F32)?.to_vec::<f32>());
+        let got = got.unwrap_or_else(|e| panic!("{name} on the toy backend: {e}"));
+        assert!(backend.runs.load(Ordering::SeqCst) > before, "{name} ran nothing on the toy backend");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{name}[{i}]: toy {g} vs cpu {w}");
+        }
     }
 }

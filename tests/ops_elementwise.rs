@@ -335,7 +335,10 @@ fn promotion_rules() -> R {
     let h = Array::from_slice(&[half::f16::from_f32(1.0)], &[1])?;
     let d = Array::from_slice(&[1.0f64], &[1])?;
     assert_eq!(i.add(&f)?.dtype(), DType::F32);
-    assert_eq!(i.add(&u)?.dtype(), DType::I64);
+    // u32 with i32 stays 32-bit (every device runs it) and wraps like JAX's.
+    assert_eq!(i.add(&u)?.dtype(), DType::I32);
+    let big = Array::from_slice(&[3_000_000_000u32], &[1])?;
+    assert_eq!(big.add(&i)?.to_vec::<i32>()?, vec![3_000_000_001u32 as i32]);
     assert_eq!(i.add(&h)?.dtype(), DType::F16);
     assert_eq!(f.add(&d)?.dtype(), DType::F64);
     assert_eq!(b.add(&i)?.dtype(), DType::I32);

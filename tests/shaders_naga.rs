@@ -62,3 +62,81 @@ fn unsupported_dtypes_are_refused() {
     }
     assert!(shader_source(Kernel::MatmulSimple, DType::I32).is_err());
 }
+
+/// The body of WGSL function `name` in `src` (up to its closing brace at column 0).
+fn body<'a>(src: &'a str, name: &str) -> &'a str {
+    let start = src.find(&format!("fn {name}(")).unwrap_or_else(|| panic!("no fn {name}"));
+    let len = src[start..].find("\n}\n").unwrap_or_else(|| panic!("fn {name} does not end"));
+    &src[start..start + len]
+}
+
+fn assert_case(src: &str, func: &str, constant: &str, what: &str) {
+    let b = body(src, func);
+    let found = b
+        .lines()
+        .any(|l| l.trim_start().strip_prefix("case ").is_some_and(|c| c.split([',', ':', ' ']).any(|t| t == constant)));
+    assert!(found, "{what}: fn {func} has no `case {constant}`");
+}
+
+/// Every op code has a `case` in every shader function that dispatches on it, for every
+/// dtype class in the op's domain; the `default:` arms only catch codes that cannot come.
+#[test]
+fn every_op_code_has_a_case_where_it_is_dispatched() {
+    use lazuli::DType;
+    use lazuli::backend::gpu::Kernel;
+    use lazuli::primitive::{ArgReduceOp, BinaryOp, DTypeClass, ReduceOp, ScatterMode, UnaryOp};
+    for &dtype in Kernel::Elementwise.dtypes() {
+        let class = DTypeClass::of(dtype);
+        let float = class == DTypeClass::Float;
+        let src = shader_source(Kernel::Elementwise, dtype).unwrap();
+        let what = format!("elementwise[{dtype}]");
+        for &op in UnaryOp::ALL.iter().filter(|o| o.domain().has(class)) {
+            // Predicates of non-bool inputs write bool through `unary_pred_t`.
+            let func = match (op.is_predicate() && dtype != DType::Bool, float) {
+                (true, _) => "unary_pred_t",
+                (false, true) => "unary_f32",
+                (false, false) => "unary_t",
+            };
+            assert_case(&src, func, &op.wgsl_name(), &what);
+        }
+        for &op in BinaryOp::ALL.iter().filter(|o| o.domain().has(class)) {
+            let func = match (op.is_comparison(), float) {
+                (true, _) => "compare_t",
+                (false, true) => "binary_f32",
+                (false, false) => "binary_t",
+            };
+            assert_case(&src, func, &op.wgsl_name(), &what);
+        }
+        for &op in ReduceOp::ALL {
+            assert_case(&src, "acc_op", &op.wgsl_name(), &what);
+            assert_case(&src, "acc_identity", &op.wgsl_name(), &what);
+        }
+        for &op in ArgReduceOp::ALL {
+            assert_case(&src, "arg_better", &op.wgsl_name(), &what);
+        }
+        // astype reads every dtype the GPU stores.
+        for &from in Kernel::Elementwise.dtypes() {
+            assert_case(&src, "astype", &format!("DTYPE_{}", from.name().to_uppercase()), &what);
+        }
+        let index = shader_source(Kernel::Index, dtype).unwrap();
+        for &mode in ScatterMode::ALL {
+            assert_case(&index, "scatter", &mode.wgsl_name(), &format!("index[{dtype}]"));
+        }
+    }
+}
+
+/// No shader spells an op code as a number: every `case` names a generated constant.
+#[test]
+fn shaders_name_their_op_codes() {
+    use lazuli::backend::gpu::Kernel;
+    for (kernel, dtype) in shader_variants() {
+        if matches!(kernel, Kernel::Matmul(_) | Kernel::MatmulCoop(_)) {
+            continue;
+        }
+        let src = shader_source(kernel, dtype).unwrap();
+        for l in src.lines().filter(|l| l.trim_start().starts_with("case ")) {
+            let first = l.trim_start()["case ".len()..].chars().next().unwrap_or(' ');
+            assert!(!first.is_ascii_digit(), "{}[{dtype}]: numeric case label: {l}", kernel.file());
+        }
+    }
+}

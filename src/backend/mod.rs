@@ -9,6 +9,7 @@ pub mod gpu;
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -36,21 +37,54 @@ pub struct Input<'a> {
 }
 
 /// What a device backend implements. Every method may be called from any thread.
+///
+/// A backend need not run every primitive: [`Backend::supports`] says which it runs, and
+/// eval runs the others through their decompositions ([`crate::primitive::Rules::decompose`]).
 pub trait Backend: Send + Sync + 'static {
     /// A short name for messages ("cpu", "gpu").
     fn name(&self) -> &str;
-    /// A zero-filled buffer for `len` elements of `dtype`.
-    fn allocate(&self, stream: &Stream, dtype: DType, len: usize) -> Result<Buffer>;
     /// A buffer holding `bytes`: host layout of `dtype` (little-endian, bool one byte).
+    /// Empty `bytes` make an empty buffer (eval uses that for outputs with no elements).
     fn upload(&self, stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer>;
     /// Host bytes of a buffer made by this backend, in the same layout as `upload`,
     /// waiting for pending work that writes it.
-    fn download(&self, buffer: &Buffer, dtype: DType, len: usize) -> Result<Vec<u8>>;
-    /// Runs one primitive on `stream`, returning the output buffer. The output may
-    /// still be in flight (GPU); `download` and `synchronize` wait for it.
-    fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<Buffer>;
+    fn download(&self, buffer: &Buffer) -> Result<Vec<u8>>;
+    /// Runs one primitive on `stream`, returning one buffer per entry of `outputs` (the
+    /// shapes and dtypes [`crate::primitive::Rules::infer`] gave). Outputs may still be
+    /// in flight (GPU); `download` and `synchronize` wait for them. Never called with an
+    /// empty output.
+    fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], outputs: &[Meta]) -> Result<Vec<Buffer>>;
     /// Waits until all work submitted on `stream` has finished.
     fn synchronize(&self, stream: &Stream) -> Result<()>;
+    /// True if `run` has a kernel for `op` on inputs of these shapes and dtypes. When
+    /// false, eval runs the primitive's decomposition instead where it has one (and calls
+    /// `run` where it has none, so the backend's own error reaches the user).
+    fn supports(&self, _op: &Primitive, _inputs: &[&Meta]) -> bool {
+        true
+    }
+    /// Waits, at most `limit`, until the device has finished all submitted work; true if
+    /// it has. Called by [`crate::shutdown`] and at process exit.
+    fn wait_idle(&self, _limit: Duration) -> bool {
+        true
+    }
+    /// What process exit must do for this backend (see [`ExitPolicy`]).
+    fn exit_policy(&self) -> ExitPolicy {
+        ExitPolicy::Return
+    }
+}
+
+/// What the exit hook does once a backend has been used (see [`crate::lifecycle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExitPolicy {
+    /// Let the process exit normally: the backend has no exit-time teardown that can
+    /// race with work in flight (the CPU).
+    Return,
+    /// After work has drained, end the process with `_exit(status)` before the driver's
+    /// own exit-time teardown runs (it crashed on NVIDIA even with the device idle).
+    HardExit,
+    /// End the process at once, without draining: the driver is part-way through
+    /// creating a device, which crashed when exit ran beside it.
+    HardExitNow,
 }
 
 /// Backends registered at run time, indexed by their `DeviceKind::Custom` id.
@@ -83,4 +117,14 @@ pub fn backend_for(device: Device) -> Result<Arc<dyn Backend>> {
             .cloned()
             .ok_or_else(|| Error::Device(format!("no backend registered for {device}"))),
     }
+}
+
+/// Every backend that has been started in this process: the CPU, the GPU once its device
+/// creation has begun, and registered ones. Lifecycle asks these to drain at shutdown
+/// and exit.
+pub(crate) fn started_backends() -> Vec<Arc<dyn Backend>> {
+    let mut v = vec![cpu::backend()];
+    v.extend(gpu::started());
+    v.extend(custom_backends().lock().unwrap_or_else(|e| e.into_inner()).iter().cloned());
+    v
 }

@@ -16,7 +16,7 @@
 use crate::array::Array;
 use crate::dtype::{DType, promote};
 use crate::error::{Error, Result};
-use crate::primitive::{BinaryOp, Primitive};
+use crate::primitive::{Binary, BinaryOp, Full, Select};
 use crate::shape::broadcast_shapes;
 
 /// What kind of Rust value a scalar operand came from; decides how it is typed.
@@ -149,29 +149,31 @@ pub(crate) fn check_fits(op: &'static str, value: f64, dtype: DType) -> Result<(
 /// A 0-d `Full` node holding `value` in `dtype`.
 pub(crate) fn scalar_array(op: &'static str, value: f64, dtype: DType) -> Result<Array> {
     check_fits(op, value, dtype)?;
-    Array::from_op(Primitive::Full { value }, vec![], vec![], dtype)
+    Array::from_op(Full { value, shape: vec![], dtype }, vec![])
 }
 
 /// Builds `op(a, b)` with the module's dtype rules.
+/// The output shape and dtype come from `Binary::infer`, which also rejects shapes that
+/// do not broadcast.
 pub(crate) fn binary(name: &'static str, op: BinaryOp, a: Operand, b: Operand) -> Result<Array> {
-    let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+    // Shapes first, so a mismatch is reported under the caller's name before any cast.
+    broadcast_shapes(name, a.shape(), b.shape())?;
     let common = Operand::common(&a, &b);
     use BinaryOp::*;
-    let (op, in_dtype, out_dtype) = match op {
+    // (the primitive op, the dtype both inputs are cast to)
+    let (op, in_dtype) = match op {
         Add | Sub | Mul | Pow | Remainder | FloorDivide => {
-            let d = if common == DType::Bool { DType::I32 } else { common };
-            (op, d, d)
+            (op, if common == DType::Bool { DType::I32 } else { common })
         }
-        Div => (op, common.to_float(), common.to_float()),
-        Maximum if common == DType::Bool => (LogicalOr, common, common),
-        Minimum if common == DType::Bool => (LogicalAnd, common, common),
-        Maximum | Minimum => (op, common, common),
-        LogicalAnd | LogicalOr | LogicalXor => (op, DType::Bool, DType::Bool),
-        _ => (op, common, DType::Bool),
+        Div | Atan2 => (op, common.to_float()),
+        Maximum if common == DType::Bool => (LogicalOr, common),
+        Minimum if common == DType::Bool => (LogicalAnd, common),
+        Maximum | Minimum | Eq | Ne | Lt | Le | Gt | Ge => (op, common),
+        LogicalAnd | LogicalOr | LogicalXor => (op, DType::Bool),
     };
     let x = a.to_array(name, in_dtype)?;
     let y = b.to_array(name, in_dtype)?;
-    Array::from_op(Primitive::Binary(op), vec![x, y], shape, out_dtype)
+    Array::from_op(Binary { op }, vec![x, y])
 }
 
 macro_rules! binary_methods {
@@ -227,6 +229,18 @@ binary_methods! {
     logical_or => LogicalOr;
     /// Logical exclusive or; both sides are read as bool.
     logical_xor => LogicalXor;
+    /// `atan2(self, other)`: the angle in radians, in `[-pi, pi]`, of the point
+    /// `(other, self)`, with C's rules for zeros and infinities (NumPy's `arctan2`).
+    /// Float-valued: integer and bool inputs compute in `F32`.
+    ///
+    /// ```
+    /// let y = lazuli::Array::from_slice(&[1.0f32, -1.0], &[2])?;
+    /// let a = y.atan2(-1.0)?.to_vec::<f32>()?;
+    /// assert!((a[0] - 3.0 * std::f32::consts::FRAC_PI_4).abs() < 1e-6);
+    /// assert!((a[1] + 3.0 * std::f32::consts::FRAC_PI_4).abs() < 1e-6);
+    /// # Ok::<(), lazuli::Error>(())
+    /// ```
+    atan2 => Atan2;
 }
 
 /// `where(cond, a, b)`: `a` where `cond` is true (non-zero), else `b`, broadcasting all
@@ -242,10 +256,10 @@ binary_methods! {
 pub fn where_(cond: &Array, a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Array> {
     let (a, b) = (a.into(), b.into());
     let ab = broadcast_shapes("where", a.shape(), b.shape())?;
-    let shape = broadcast_shapes("where", cond.shape(), &ab)?;
+    broadcast_shapes("where", cond.shape(), &ab)?;
     let dtype = Operand::common(&a, &b);
     let inputs = vec![cond.astype(DType::Bool)?, a.to_array("where", dtype)?, b.to_array("where", dtype)?];
-    Array::from_op(Primitive::Select, inputs, shape, dtype)
+    Array::from_op(Select, inputs)
 }
 
 impl Array {

@@ -5,7 +5,7 @@ use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::binary::check_fits;
-use crate::primitive::Primitive;
+use crate::primitive::{Arange, Concatenate, Full};
 
 /// Rejects shapes whose byte size overflows, so no later size computation can.
 fn check_shape(op: &'static str, shape: &[usize], dtype: DType) -> Result<()> {
@@ -27,7 +27,7 @@ fn check_shape(op: &'static str, shape: &[usize], dtype: DType) -> Result<()> {
 pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Array> {
     check_shape("full", shape, dtype)?;
     check_fits("full", value, dtype)?;
-    Array::from_op(Primitive::Full { value }, vec![], shape.to_vec(), dtype)
+    Array::from_op(Full { value, shape: shape.to_vec(), dtype }, vec![])
 }
 
 /// An array of `shape` filled with 0.
@@ -70,7 +70,7 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
         check_fits("arange", start, dtype)?;
         check_fits("arange", start + (len - 1) as f64 * step, dtype)?;
     }
-    Array::from_op(Primitive::Arange { start, step }, vec![], vec![len], dtype)
+    Array::from_op(Arange { start, step, shape: vec![len], dtype }, vec![])
 }
 
 /// `num` evenly spaced values from `start` to `stop`, both included; the last is exactly
@@ -89,13 +89,13 @@ pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array
     check_fits("linspace", start, dtype)?;
     check_fits("linspace", stop, dtype)?;
     if num <= 1 {
-        return Array::from_op(Primitive::Full { value: start }, vec![], vec![num], dtype);
+        return Array::from_op(Full { value: start, shape: vec![num], dtype }, vec![]);
     }
     // The last value is set to `stop` exactly instead of trusting start + (n-1) * step.
     let step = (stop - start) / (num - 1) as f64;
-    let head = Array::from_op(Primitive::Arange { start, step }, vec![], vec![num - 1], dtype)?;
-    let last = Array::from_op(Primitive::Full { value: stop }, vec![], vec![1], dtype)?;
-    Array::from_op(Primitive::Concatenate { axis: 0 }, vec![head, last], vec![num], dtype)
+    let head = Array::from_op(Arange { start, step, shape: vec![num - 1], dtype }, vec![])?;
+    let last = Array::from_op(Full { value: stop, shape: vec![1], dtype }, vec![])?;
+    Array::from_op(Concatenate { axis: 0 }, vec![head, last])
 }
 
 /// An `n x m` matrix (`m` defaults to `n`) with ones on diagonal `k` (0 the main one,
@@ -118,8 +118,8 @@ pub fn eye(n: usize, m: Option<usize>, k: isize, dtype: DType) -> Result<Array> 
         return Err(Error::invalid("eye", format!("{n} x {m} is too large")));
     }
     // Row index + k as a column ([n, 1]) against column indices ([1, m]).
-    let rows = Array::from_op(Primitive::Arange { start: k as f64, step: 1.0 }, vec![], vec![n, 1], DType::I32)?;
-    let cols = Array::from_op(Primitive::Arange { start: 0.0, step: 1.0 }, vec![], vec![1, m], DType::I32)?;
+    let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![n, 1], dtype: DType::I32 }, vec![])?;
+    let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, m], dtype: DType::I32 }, vec![])?;
     rows.eq(&cols)?.astype(dtype)
 }
 

@@ -2,7 +2,7 @@
 
 use crate::array::Array;
 use crate::error::Result;
-use crate::primitive::Primitive;
+use crate::primitive::DeviceCopy;
 use crate::stream::{Device, Stream, current_stream, default_stream, with_stream};
 
 impl Array {
@@ -17,8 +17,7 @@ impl Array {
     /// The same values, made available on `stream` (and its device) by a copy node that
     /// runs there; work built on the result can stay on that stream.
     pub fn to_stream(&self, stream: &Stream) -> Result<Array> {
-        let (shape, dtype) = (self.shape().to_vec(), self.dtype());
-        with_stream(stream, || Array::from_op(Primitive::Copy, vec![self.clone()], shape, dtype))
+        with_stream(stream, || Array::from_op(DeviceCopy, vec![self.clone()]))
     }
 }
 

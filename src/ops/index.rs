@@ -8,7 +8,7 @@
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::primitive::{BinaryOp, Primitive, ScatterMode};
+use crate::primitive::{Arange, Binary, BinaryOp, Full, Gather, Scatter, ScatterMode, Select};
 use crate::shape::{broadcast_shapes, normalize_axis, numel};
 
 /// Indices in a dtype the primitives take.
@@ -47,7 +47,7 @@ impl Array {
         let mut full = sh.clone();
         full[ax] = m;
         let idx = idx.reshape_to(one_axis)?.broadcast_to(&full)?;
-        let gathered = Array::from_op(Primitive::Gather { axis: ax }, vec![src, idx], full, self.dtype())?;
+        let gathered = Array::from_op(Gather { axis: ax }, vec![src, idx])?;
         let mut out = sh[..ax].to_vec();
         out.extend_from_slice(indices.shape());
         out.extend_from_slice(&sh[ax + 1..]);
@@ -93,7 +93,7 @@ impl Array {
         check_nonempty_axis("take_along_axis", self.shape(), ax, numel(&idx_shape))?;
         let src = self.broadcast_to(&src_shape)?;
         let idx = idx.broadcast_to(&idx_shape)?;
-        Array::from_op(Primitive::Gather { axis: ax }, vec![src, idx], idx_shape, self.dtype())
+        Array::from_op(Gather { axis: ax }, vec![src, idx])
     }
 
     /// A copy with `out[i with i[axis] = indices[i]] = updates[i]` (PyTorch's
@@ -145,8 +145,7 @@ impl Array {
             return Ok(self.clone());
         }
         let upd = updates.broadcast_to(idx.shape())?.astype(self.dtype())?;
-        let shape = self.shape().to_vec();
-        Array::from_op(Primitive::Scatter { axis: ax, mode }, vec![self.clone(), idx, upd], shape, self.dtype())
+        Array::from_op(Scatter { axis: ax, mode }, vec![self.clone(), idx, upd])
     }
 
     /// The upper triangle of the last two axes: elements with `col - row >= k` are kept,
@@ -169,10 +168,10 @@ impl Array {
         }
         let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
         // I32 arithmetic saturates a huge k, which still keeps all or nothing.
-        let rows = Array::from_op(Primitive::Arange { start: k as f64, step: 1.0 }, vec![], vec![m, 1], DType::I32)?;
-        let cols = Array::from_op(Primitive::Arange { start: 0.0, step: 1.0 }, vec![], vec![1, n], DType::I32)?;
-        let keep = Array::from_op(Primitive::Binary(cmp), vec![cols, rows], vec![m, n], DType::Bool)?;
-        let zero = Array::from_op(Primitive::Full { value: 0.0 }, vec![], vec![], self.dtype())?;
-        Array::from_op(Primitive::Select, vec![keep, self.clone(), zero], self.shape().to_vec(), self.dtype())
+        let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![m, 1], dtype: DType::I32 }, vec![])?;
+        let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, n], dtype: DType::I32 }, vec![])?;
+        let keep = Array::from_op(Binary { op: cmp }, vec![cols, rows])?;
+        let zero = Array::from_op(Full { value: 0.0, shape: vec![], dtype: self.dtype() }, vec![])?;
+        Array::from_op(Select, vec![keep, self.clone(), zero])
     }
 }

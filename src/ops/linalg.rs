@@ -4,7 +4,7 @@
 use crate::array::{Array, State};
 use crate::dtype::{DType, promote};
 use crate::error::{Error, Result};
-use crate::primitive::{BinaryOp, Primitive};
+use crate::primitive::{AsStrided, Binary, BinaryOp, Full, Matmul, Primitive};
 use crate::shape::{broadcast_shapes, contiguous_strides};
 
 impl Array {
@@ -45,9 +45,9 @@ impl Array {
         out.extend_from_slice(&[m, n]);
         let prod = if k == 0 {
             // An empty sum; kernels never see a zero-length inner axis.
-            Array::from_op(Primitive::Full { value: 0.0 }, vec![], out.clone(), dtype)?
+            Array::from_op(Full { value: 0.0, shape: out, dtype }, vec![])?
         } else {
-            Array::from_op(Primitive::Matmul { trans_a, trans_b }, vec![a, b], out.clone(), dtype)?
+            Array::from_op(Matmul { trans_a, trans_b }, vec![a, b])?
         };
         let mut result = batch;
         if sa.len() > 1 {
@@ -71,7 +71,8 @@ impl Array {
 /// the source transposed instead of copying it; else `(x, false)`.
 fn transposed_source(x: Array) -> (Array, bool) {
     let src = {
-        let State::Pending { op: Primitive::AsStrided { strides, offset: 0 }, inputs } = &*x.0.lock() else {
+        let State::Pending { op: Primitive::AsStrided(AsStrided { strides, offset: 0, .. }), inputs } = &*x.0.lock()
+        else {
             return (x, false);
         };
         let src = &inputs[0];
@@ -99,24 +100,24 @@ pub fn outer(a: &Array, b: &Array) -> Result<Array> {
     let a = a.astype(dtype)?.reshape_to(vec![n, 1])?;
     let b = b.astype(dtype)?.reshape_to(vec![1, m])?;
     let op = if dtype == DType::Bool { BinaryOp::LogicalAnd } else { BinaryOp::Mul };
-    Array::from_op(Primitive::Binary(op), vec![a, b], vec![n, m], dtype)
+    Array::from_op(Binary { op }, vec![a, b])
 }
 
 #[cfg(test)]
 mod tests {
     use crate::array::{Array, State};
-    use crate::primitive::Primitive;
+    use crate::primitive::{Matmul, Primitive};
 
     /// The matmul node of `x` (looking through the final reshape) and its input pointers.
     fn matmul_node(x: &Array) -> (Primitive, Vec<*const crate::array::Node>) {
         let mut cur = x.clone();
         loop {
             let next = match &*cur.0.lock() {
-                State::Pending { op: op @ Primitive::Matmul { .. }, inputs } => {
+                State::Pending { op: op @ Primitive::Matmul(_), inputs } => {
                     return (op.clone(), inputs.iter().map(|i| i.ptr()).collect());
                 }
                 State::Pending { inputs, .. } => inputs[0].clone(),
-                _ => panic!("no pending matmul"),
+                State::Running | State::Ready { .. } | State::Failed(_) => panic!("no pending matmul"),
             };
             cur = next;
         }
@@ -127,11 +128,11 @@ mod tests {
         let a = Array::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
         let b = Array::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[3, 2]).unwrap();
         let (op, ins) = matmul_node(&a.transpose(&[1, 0]).unwrap().matmul(&b.transpose(&[1, 0]).unwrap()).unwrap());
-        assert!(matches!(op, Primitive::Matmul { trans_a: true, trans_b: true }));
+        assert!(matches!(op, Primitive::Matmul(Matmul { trans_a: true, trans_b: true })));
         assert_eq!(ins, [a.ptr(), b.ptr()]);
         // A permutation that moves a batch axis is not a matrix transpose: copied first.
         let c = Array::from_slice(&[0f32; 12], &[2, 2, 3]).unwrap();
         let (op, _) = matmul_node(&c.transpose(&[1, 0, 2]).unwrap().matmul(&c.transpose(&[0, 2, 1]).unwrap()).unwrap());
-        assert!(matches!(op, Primitive::Matmul { trans_a: false, trans_b: true }));
+        assert!(matches!(op, Primitive::Matmul(Matmul { trans_a: false, trans_b: true })));
     }
 }

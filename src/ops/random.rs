@@ -21,8 +21,8 @@ use half::{bf16, f16};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::primitive::{BinaryOp, Primitive, UnaryOp};
-use crate::shape::{broadcast_shapes, numel};
+use crate::primitive::{Binary, BinaryOp, Full, RandomBits, Unary, UnaryOp};
+use crate::shape::numel;
 
 use super::shape::{SliceArg, concatenate};
 
@@ -47,13 +47,11 @@ fn check_float(op: &'static str, dtype: DType) -> Result<()> {
 }
 
 fn scalar(value: f64, dtype: DType) -> Result<Array> {
-    Array::from_op(Primitive::Full { value }, vec![], vec![], dtype)
+    Array::from_op(Full { value, shape: vec![], dtype }, vec![])
 }
 
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
-    let shape = broadcast_shapes("random", a.shape(), b.shape())?;
-    let dtype = if op.is_comparison() { DType::Bool } else { a.dtype() };
-    Array::from_op(Primitive::Binary(op), vec![a.clone(), b.clone()], shape, dtype)
+    Array::from_op(Binary { op }, vec![a.clone(), b.clone()])
 }
 
 fn binary_scalar(op: BinaryOp, a: &Array, value: f64) -> Result<Array> {
@@ -61,13 +59,13 @@ fn binary_scalar(op: BinaryOp, a: &Array, value: f64) -> Result<Array> {
 }
 
 fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
-    Array::from_op(Primitive::Unary(op), vec![a.clone()], a.shape().to_vec(), a.dtype())
+    Array::from_op(Unary { op }, vec![a.clone()])
 }
 
 /// `U32` random bits of `shape` for sampling with `key`.
 fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
-    let sample_key = Array::from_op(Primitive::RandomBits, vec![key.clone()], vec![2], DType::U32)?;
-    Array::from_op(Primitive::RandomBits, vec![sample_key], shape.to_vec(), DType::U32)
+    let sample_key = Array::from_op(RandomBits { shape: vec![2] }, vec![key.clone()])?;
+    Array::from_op(RandomBits { shape: shape.to_vec() }, vec![sample_key])
 }
 
 /// The top 24 bits of `bits` as integers `0..2^24` in `dtype` (exact in every float
@@ -119,7 +117,7 @@ pub fn key(seed: u64) -> Result<Array> {
 /// samples drawn with `key` itself.
 pub fn split(key: &Array, num: usize) -> Result<Array> {
     check_key("random.split", key)?;
-    let all = Array::from_op(Primitive::RandomBits, vec![key.clone()], vec![num + 1, 2], DType::U32)?;
+    let all = Array::from_op(RandomBits { shape: vec![num + 1, 2] }, vec![key.clone()])?;
     all.slice(&[SliceArg::new(Some(1), None, 1)])
 }
 
@@ -149,7 +147,7 @@ pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -
     }
     let n = numel(shape);
     if n == 0 {
-        return Array::from_op(Primitive::Full { value: 0.0 }, vec![], shape.to_vec(), dtype);
+        return Array::from_op(Full { value: 0.0, shape: shape.to_vec(), dtype }, vec![]);
     }
     let cdt = compute_dtype(dtype);
     let pairs = n.div_ceil(2);

@@ -9,7 +9,7 @@
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::primitive::{ArgReduceOp, Primitive, ReduceOp, ScanOp};
+use crate::primitive::{ArgReduce, ArgReduceOp, Reduce, ReduceOp, Scan, ScanOp};
 use crate::shape::{normalize_axes, normalize_axis};
 
 use super::binary::where_;
@@ -18,8 +18,6 @@ use super::creation::full;
 /// A reduction's normalised axes and shapes.
 struct Plan {
     axes: Vec<usize>,
-    /// Shape with the reduced axes kept as 1.
-    kept: Vec<usize>,
     /// Shape the caller asked for (`kept` or with the reduced axes removed).
     out: Vec<usize>,
     /// Number of elements folded into each output element.
@@ -35,11 +33,11 @@ fn plan(op: &'static str, shape: &[usize], axes: &[isize], keepdims: bool) -> Re
         kept[a] = 1;
     }
     let out = if keepdims {
-        kept.clone()
+        kept
     } else {
         shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
     };
-    Ok(Plan { axes, kept, out, count })
+    Ok(Plan { axes, out, count })
 }
 
 impl Array {
@@ -48,12 +46,7 @@ impl Array {
         if p.axes.is_empty() {
             return self.reshape_to(p.out.clone());
         }
-        let r = Array::from_op(
-            Primitive::Reduce { op, axes: p.axes.clone() },
-            vec![self.clone()],
-            p.kept.clone(),
-            self.dtype(),
-        )?;
+        let r = Array::from_op(Reduce { op, axes: p.axes.clone() }, vec![self.clone()])?;
         r.reshape_to(p.out.clone())
     }
 
@@ -185,14 +178,13 @@ impl Array {
         if self.shape()[ax] == 0 {
             return Err(Error::shape(name, format!("axis {axis} of shape {:?} is empty", self.shape())));
         }
-        let mut kept = self.shape().to_vec();
-        kept[ax] = 1;
-        let r = Array::from_op(Primitive::ArgReduce { op, axis: ax }, vec![self.clone()], kept.clone(), DType::U32)?;
+        let r = Array::from_op(ArgReduce { op, axis: ax }, vec![self.clone()])?;
         if keepdims {
             return Ok(r);
         }
-        kept.remove(ax);
-        r.reshape_to(kept)
+        let mut out = r.shape().to_vec();
+        out.remove(ax);
+        r.reshape_to(out)
     }
 
     /// Index (`U32`) of the largest element along `axis`; ties give the first, NaN counts
@@ -209,7 +201,7 @@ impl Array {
 
     fn scan(&self, name: &'static str, op: ScanOp, axis: isize, reverse: bool) -> Result<Array> {
         let axis = normalize_axis(name, axis, self.ndim())?;
-        Array::from_op(Primitive::Scan { op, axis, reverse }, vec![self.clone()], self.shape().to_vec(), self.dtype())
+        Array::from_op(Scan { op, axis, reverse }, vec![self.clone()])
     }
 
     /// Inclusive cumulative sum along `axis` (from the end if `reverse`). Bool sums as `I32`.

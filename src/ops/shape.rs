@@ -9,7 +9,7 @@ use std::ops::{Range, RangeFrom, RangeFull, RangeTo};
 use crate::array::{Array, State};
 use crate::dtype::promote;
 use crate::error::{Error, Result};
-use crate::primitive::Primitive;
+use crate::primitive::{AsStrided, Concatenate, Full, Primitive, Reshape};
 use crate::shape::{broadcast_shapes, contiguous_strides, normalize_axes, normalize_axis, numel};
 
 /// One entry of [`Array::slice`], for one leading axis, with Python's semantics.
@@ -104,16 +104,14 @@ impl View {
     fn of(a: &Array) -> View {
         let shape = a.shape().to_vec();
         if let State::Pending { op, inputs } = &*a.0.lock() {
-            match op {
-                Primitive::AsStrided { strides, offset } => {
-                    return View { base: inputs[0].clone(), shape, strides: strides.clone(), offset: *offset as isize };
-                }
-                // A reshape's input is contiguous with the same data.
-                Primitive::Reshape => {
-                    let strides = contiguous_strides(&shape);
-                    return View { base: inputs[0].clone(), shape, strides, offset: 0 };
-                }
-                _ => {}
+            // Other primitives are not views: `a` itself is the base.
+            if let Primitive::AsStrided(v) = op {
+                return View { base: inputs[0].clone(), shape, strides: v.strides.clone(), offset: v.offset as isize };
+            }
+            // A reshape's input is contiguous with the same data.
+            if let Primitive::Reshape(_) = op {
+                let strides = contiguous_strides(&shape);
+                return View { base: inputs[0].clone(), shape, strides, offset: 0 };
             }
         }
         View { base: a.clone(), strides: contiguous_strides(&shape), shape, offset: 0 }
@@ -196,7 +194,7 @@ impl Array {
         if shape == self.shape() {
             return Ok(self.clone());
         }
-        Array::from_op(Primitive::Reshape, vec![self.clone()], shape, self.dtype())
+        Array::from_op(Reshape { shape }, vec![self.clone()])
     }
 
     /// A strided view of this array's contiguous data, materialised by the backend.
@@ -204,7 +202,7 @@ impl Array {
         if shape == self.shape() && offset == 0 && strides == contiguous_strides(&shape) {
             return Ok(self.clone());
         }
-        Array::from_op(Primitive::AsStrided { strides, offset }, vec![self.clone()], shape, self.dtype())
+        Array::from_op(AsStrided { shape, strides, offset }, vec![self.clone()])
     }
 
     /// Broadcasts to `shape` with NumPy's rules.
@@ -422,7 +420,7 @@ impl Array {
             let block = |n: usize| -> Result<Array> {
                 let mut s = x.shape().to_vec();
                 s[ax] = n;
-                Array::from_op(Primitive::Full { value }, vec![], s, x.dtype())
+                Array::from_op(Full { value, shape: s, dtype: x.dtype() }, vec![])
             };
             let (b, a) = (block(before)?, block(after)?);
             x = concatenate(&[&b, &x, &a], ax as isize)?;
@@ -459,9 +457,9 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
     // Empty pieces add nothing; kernels never see them.
     let parts: Vec<Array> = arrays.iter().filter(|a| a.size() > 0).map(|a| a.astype(dtype)).collect::<Result<_>>()?;
     match parts.len() {
-        0 => Array::from_op(Primitive::Full { value: 0.0 }, vec![], out, dtype),
+        0 => Array::from_op(Full { value: 0.0, shape: out, dtype }, vec![]),
         1 => Ok(parts.into_iter().next().expect("one part")),
-        _ => Array::from_op(Primitive::Concatenate { axis: ax }, parts, out, dtype),
+        _ => Array::from_op(Concatenate { axis: ax }, parts),
     }
 }
 
@@ -526,8 +524,10 @@ mod tests {
         let a = Array::from_slice(&v, &[2, 3, 4]).unwrap();
         let c = a.transpose(&[]).unwrap().slice(&[(1..).into()]).unwrap().flip(&[0]).unwrap();
         match &*c.0.lock() {
-            State::Pending { op: Primitive::AsStrided { .. }, inputs } => assert_eq!(inputs[0].ptr(), a.ptr()),
-            _ => panic!("expected one as_strided node on the source"),
+            State::Pending { op: Primitive::AsStrided(_), inputs } => assert_eq!(inputs[0].ptr(), a.ptr()),
+            State::Pending { .. } | State::Running | State::Ready { .. } | State::Failed(_) => {
+                panic!("expected one as_strided node on the source")
+            }
         }
         // Undoing a view gives the source itself.
         assert_eq!(a.transpose(&[]).unwrap().transpose(&[]).unwrap().ptr(), a.ptr());

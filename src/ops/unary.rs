@@ -9,7 +9,7 @@
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::primitive::{Primitive, UnaryOp};
+use crate::primitive::{AsType, Full, Unary, UnaryOp};
 
 impl Array {
     /// Converts to `dtype` (`as` semantics: floats truncate toward zero into integers,
@@ -18,17 +18,17 @@ impl Array {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        Array::from_op(Primitive::AsType, vec![self.clone()], self.shape().to_vec(), dtype)
+        Array::from_op(AsType { dtype }, vec![self.clone()])
     }
 
-    fn unary_node(&self, op: UnaryOp, out: DType) -> Result<Array> {
-        Array::from_op(Primitive::Unary(op), vec![self.clone()], self.shape().to_vec(), out)
+    fn unary_node(&self, op: UnaryOp) -> Result<Array> {
+        Array::from_op(Unary { op }, vec![self.clone()])
     }
 
     /// A float-only op: integer and bool input is cast to `F32` first.
     fn float_unary(&self, op: UnaryOp) -> Result<Array> {
         let x = self.astype(self.dtype().to_float())?;
-        x.unary_node(op, x.dtype())
+        x.unary_node(op)
     }
 
     fn no_bool(&self, op: &'static str) -> Result<()> {
@@ -41,7 +41,7 @@ impl Array {
     /// `-x`. Unsigned integers wrap. Errors on bool (as NumPy).
     pub fn neg(&self) -> Result<Array> {
         self.no_bool("neg")?;
-        self.unary_node(UnaryOp::Neg, self.dtype())
+        self.unary_node(UnaryOp::Neg)
     }
 
     /// `|x|`. The identity on bool and unsigned integers.
@@ -49,19 +49,19 @@ impl Array {
         if matches!(self.dtype(), DType::Bool | DType::U32) {
             return Ok(self.clone());
         }
-        self.unary_node(UnaryOp::Abs, self.dtype())
+        self.unary_node(UnaryOp::Abs)
     }
 
     /// -1, 0 or 1 by the sign of `x` (NaN stays NaN). Errors on bool (as NumPy).
     pub fn sign(&self) -> Result<Array> {
         self.no_bool("sign")?;
-        self.unary_node(UnaryOp::Sign, self.dtype())
+        self.unary_node(UnaryOp::Sign)
     }
 
     /// `x * x`. Bool is cast to `I32` first.
     pub fn square(&self) -> Result<Array> {
         let x = if self.dtype() == DType::Bool { self.astype(DType::I32)? } else { self.clone() };
-        x.unary_node(UnaryOp::Square, x.dtype())
+        x.unary_node(UnaryOp::Square)
     }
 
     /// Largest integer not above `x`. The identity on integers and bool.
@@ -83,7 +83,7 @@ impl Array {
         if !self.dtype().is_float() {
             return Ok(self.clone());
         }
-        self.unary_node(op, self.dtype())
+        self.unary_node(op)
     }
 
     /// True where `x` is NaN. All false for integers and bool.
@@ -98,14 +98,14 @@ impl Array {
 
     fn float_test(&self, op: UnaryOp) -> Result<Array> {
         if !self.dtype().is_float() {
-            return Array::from_op(Primitive::Full { value: 0.0 }, vec![], self.shape().to_vec(), DType::Bool);
+            return Array::from_op(Full { value: 0.0, shape: self.shape().to_vec(), dtype: DType::Bool }, vec![]);
         }
-        self.unary_node(op, DType::Bool)
+        self.unary_node(op)
     }
 
     /// Logical not; the input is read as bool (non-zero is true).
     pub fn logical_not(&self) -> Result<Array> {
-        self.astype(DType::Bool)?.unary_node(UnaryOp::LogicalNot, DType::Bool)
+        self.astype(DType::Bool)?.unary_node(UnaryOp::LogicalNot)
     }
 
     /// `max(x, 0)`. Keeps the dtype; the identity on bool and unsigned integers.
@@ -168,4 +168,7 @@ float_unary_methods! {
     sigmoid => Sigmoid;
     /// Gauss error function.
     erf => Erf;
+    /// Inverse error function: `erf(erfinv(x)) = x` on (-1, 1); ±inf at ±1 and NaN
+    /// beyond (as SciPy's `erfinv`, MLX's `erfinv`).
+    erfinv => Erfinv;
 }

@@ -32,7 +32,9 @@ fn indices(idx: &CpuData) -> Result<Vec<i64>> {
         CpuData::I32(v) => v.iter().map(|&x| x as i64).collect(),
         CpuData::U32(v) => v.iter().map(|&x| x as i64).collect(),
         CpuData::I64(v) => v.clone(),
-        other => return Err(Error::Eval(format!("indices must be integers, got {}", other.dtype()))),
+        CpuData::Bool(_) | CpuData::F16(_) | CpuData::BF16(_) | CpuData::F32(_) | CpuData::F64(_) => {
+            return Err(Error::Internal(format!("indices must be integers, got {}", idx.dtype())));
+        }
     })
 }
 
@@ -72,7 +74,7 @@ fn offsets(sx: &[usize], si: &[usize], idx: &[i64], axis: usize, clamp: bool) ->
 
 pub(super) fn gather(x: &CpuData, sx: &[usize], idx: &CpuData, si: &[usize], axis: usize) -> Result<CpuData> {
     if sx[axis] == 0 {
-        return Err(Error::Eval("gather: cannot index into an axis of length 0".into()));
+        return Err(Error::Internal("gather from an empty axis reached the kernel".into()));
     }
     let offs = offsets(sx, si, &indices(idx)?, axis, true);
     Ok(map_data!(x, |v| offs.iter().map(|o| v[o.unwrap_or(0)]).collect()))

@@ -5,10 +5,10 @@
 
 use rayon::prelude::*;
 
-use super::storage::{CpuData, CpuElem};
+use super::storage::{CpuData, CpuElem, map_data};
 use super::{PAR_MIN, unsupported};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::primitive::{BinaryOp, UnaryOp};
 use crate::shape::{StridedIter, broadcast_strides};
 
@@ -48,11 +48,16 @@ pub(crate) fn zip_map<T: Copy + Sync, U: Send>(
 /// Float math the kernels need, for f32 and f64.
 trait Float: CpuElem + num_traits::Float + Sync {
     fn erf(self) -> Self;
+    fn erfinv(self) -> Self;
     fn round_even(self) -> Self;
 }
 impl Float for f32 {
     fn erf(self) -> Self {
         libm::erff(self)
+    }
+    /// Through f64 (accurate to a few f64 ulps), then one rounding.
+    fn erfinv(self) -> Self {
+        erfinv_f64(self as f64) as f32
     }
     fn round_even(self) -> Self {
         self.round_ties_even()
@@ -62,9 +67,70 @@ impl Float for f64 {
     fn erf(self) -> Self {
         libm::erf(self)
     }
+    fn erfinv(self) -> Self {
+        erfinv_f64(self)
+    }
     fn round_even(self) -> Self {
         self.round_ties_even()
     }
+}
+
+/// The inverse error function: Giles' single-precision approximation ("Approximating
+/// the erfinv function", GPU Computing Gems Jade, 2011; the GPU kernel uses it alone)
+/// refined by two Newton steps on `erf`, which take it to f64 accuracy. Near ±1 the step
+/// works on `erfc`, where `1 - |x|` is exact, so the tails keep their precision.
+pub(crate) fn erfinv_f64(x: f64) -> f64 {
+    let a = x.abs();
+    if x.is_nan() || a > 1.0 {
+        return f64::NAN;
+    }
+    if a == 1.0 {
+        return x * f64::INFINITY;
+    }
+    if a == 0.0 {
+        return x;
+    }
+    let mut w = -((1.0 - a) * (1.0 + a)).ln();
+    let mut y = if w < 5.0 {
+        w -= 2.5;
+        [
+            3.43273939e-07,
+            -3.5233877e-06,
+            -4.39150654e-06,
+            0.00021858087,
+            -0.00125372503,
+            -0.00417768164,
+            0.246640727,
+            1.50140941,
+        ]
+        .iter()
+        .fold(2.81022636e-08, |p, &c| c + p * w)
+    } else {
+        w = w.sqrt() - 3.0;
+        [
+            0.000100950558,
+            0.00134934322,
+            -0.00367342844,
+            0.00573950773,
+            -0.0076224613,
+            0.00943887047,
+            1.00167406,
+            2.83297682,
+        ]
+        .iter()
+        .fold(-0.000200214257, |p, &c| c + p * w)
+    } * a;
+    let two_over_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI;
+    for _ in 0..2 {
+        let slope = two_over_sqrt_pi * (-y * y).exp();
+        if slope == 0.0 {
+            break;
+        }
+        // erf(y) - a, written as (1 - a) - erfc(y) in the tails.
+        let err = if a < 0.5 { libm::erf(y) - a } else { (1.0 - a) - libm::erfc(y) };
+        y -= err / slope;
+    }
+    y.copysign(x)
 }
 
 fn unary_float<F: Float>(op: UnaryOp, v: &[F]) -> Result<CpuData> {
@@ -100,11 +166,10 @@ fn unary_float<F: Float>(op: UnaryOp, v: &[F]) -> Result<CpuData> {
             }
         },
         Erf => |x| x.erf(),
+        Erfinv => |x| x.erfinv(),
         IsNan => return Ok(CpuData::Bool(map_vec(v, |x| x.is_nan()))),
         IsInf => return Ok(CpuData::Bool(map_vec(v, |x| x.is_infinite()))),
         LogicalNot => return Ok(CpuData::Bool(map_vec(v, |x| x == zero))),
-        #[allow(unreachable_patterns)]
-        _ => return Err(unsupported(&format!("{op:?}"), F::DTYPE)),
     };
     Ok(F::wrap(map_vec(v, f)))
 }
@@ -216,7 +281,8 @@ fn unary_int<I: Int>(op: UnaryOp, v: &[I]) -> Result<CpuData> {
         Floor | Ceil | Round => I::wrap(v.to_vec()),
         IsNan | IsInf => CpuData::Bool(vec![false; v.len()]),
         LogicalNot => CpuData::Bool(map_vec(v, |x| x.is_zero())),
-        _ => return Err(unsupported(&format!("{op:?}"), I::DTYPE)),
+        Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Sigmoid | Erf
+        | Erfinv => return Err(unsupported(op.name(), I::DTYPE)),
     })
 }
 
@@ -235,12 +301,16 @@ pub(super) fn unary(op: UnaryOp, x: &CpuData) -> Result<CpuData> {
         CpuData::I32(v) => unary_int(op, v),
         CpuData::I64(v) => unary_int(op, v),
         CpuData::U32(v) => unary_int(op, v),
-        CpuData::Bool(v) => match op {
-            UnaryOp::LogicalNot => Ok(CpuData::Bool(map_vec(v, |x| !x))),
-            UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => Ok(CpuData::Bool(v.clone())),
-            UnaryOp::IsNan | UnaryOp::IsInf => Ok(CpuData::Bool(vec![false; v.len()])),
-            _ => Err(unsupported(&format!("{op:?}"), DType::Bool)),
-        },
+        CpuData::Bool(v) => {
+            use UnaryOp::*;
+            match op {
+                LogicalNot => Ok(CpuData::Bool(map_vec(v, |x| !x))),
+                Abs | Floor | Ceil | Round => Ok(CpuData::Bool(v.clone())),
+                IsNan | IsInf => Ok(CpuData::Bool(vec![false; v.len()])),
+                Neg | Sign | Square | Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos
+                | Tan | Tanh | Sigmoid | Erf | Erfinv => Err(unsupported(op.name(), DType::Bool)),
+            }
+        }
     }
 }
 
@@ -258,7 +328,7 @@ fn compare<T: CpuElem>(op: BinaryOp, a: &[T], sa: &[usize], b: &[T], sb: &[usize
         LogicalAnd => zip_map(a, sa, b, sb, out, |x, y| x != z && y != z),
         LogicalOr => zip_map(a, sa, b, sb, out, |x, y| x != z || y != z),
         LogicalXor => zip_map(a, sa, b, sb, out, |x, y| (x != z) != (y != z)),
-        _ => return None,
+        Add | Sub | Mul | Div | Pow | Remainder | FloorDivide | Maximum | Minimum | Atan2 => return None,
     })
 }
 
@@ -288,7 +358,10 @@ fn binary_float<F: Float>(
         // NaN propagates, as NumPy's maximum/minimum.
         Maximum => |x, y| if x.is_nan() || x > y { x } else { y },
         Minimum => |x, y| if x.is_nan() || x < y { x } else { y },
-        _ => return Err(unsupported(&format!("{op:?}"), F::DTYPE)),
+        Atan2 => |y, x| y.atan2(x),
+        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
+            return Err(Error::Internal(format!("{} is a comparison", op.name())));
+        }
     };
     Ok(F::wrap(zip_map(a, sa, b, sb, out, f)))
 }
@@ -302,14 +375,23 @@ fn binary_int<I: Int>(op: BinaryOp, a: &[I], sa: &[usize], b: &[I], sb: &[usize]
         Add => I::wadd,
         Sub => I::wsub,
         Mul => I::wmul,
-        Div | FloorDivide => I::div_floor,
+        FloorDivide => I::div_floor,
         Remainder => I::rem_floor,
         Pow => I::pow_int,
         Maximum => |x, y| x.max(y),
         Minimum => |x, y| x.min(y),
-        _ => return Err(unsupported(&format!("{op:?}"), I::DTYPE)),
+        Div | Atan2 => return Err(unsupported(op.name(), I::DTYPE)),
+        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
+            return Err(Error::Internal(format!("{} is a comparison", op.name())));
+        }
     };
     Ok(I::wrap(zip_map(a, sa, b, sb, out, f)))
+}
+
+/// The typed slice of `b`, which `infer` gave the dtype of the other operand.
+fn same<'a, T: CpuElem>(op: &str, b: &'a CpuData) -> Result<&'a [T]> {
+    T::unwrap(b)
+        .ok_or_else(|| Error::Internal(format!("{op}: operands of different dtypes {} and {}", T::DTYPE, b.dtype())))
 }
 
 pub(super) fn binary(
@@ -320,32 +402,33 @@ pub(super) fn binary(
     sb: &[usize],
     out: &[usize],
 ) -> Result<CpuData> {
-    match (a, b) {
-        (CpuData::F32(x), CpuData::F32(y)) => binary_float(op, x, sa, y, sb, out),
-        (CpuData::F64(x), CpuData::F64(y)) => binary_float(op, x, sa, y, sb, out),
-        (CpuData::I32(x), CpuData::I32(y)) => binary_int(op, x, sa, y, sb, out),
-        (CpuData::I64(x), CpuData::I64(y)) => binary_int(op, x, sa, y, sb, out),
-        (CpuData::U32(x), CpuData::U32(y)) => binary_int(op, x, sa, y, sb, out),
-        (CpuData::F16(_), CpuData::F16(_)) | (CpuData::BF16(_), CpuData::BF16(_)) => {
+    let name = op.name();
+    match a {
+        CpuData::F32(x) => binary_float(op, x, sa, same(name, b)?, sb, out),
+        CpuData::F64(x) => binary_float(op, x, sa, same(name, b)?, sb, out),
+        CpuData::I32(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
+        CpuData::I64(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
+        CpuData::U32(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
+        CpuData::F16(_) | CpuData::BF16(_) => {
             let y = b.astype(DType::F32);
             via_f32(a, |x| binary(op, x, sa, &y, sb, out))
         }
-        (CpuData::Bool(x), CpuData::Bool(y)) => {
+        CpuData::Bool(x) => {
+            let y = same::<bool>(name, b)?;
             if let Some(r) = compare(op, x, sa, y, sb, out) {
                 return Ok(CpuData::Bool(r));
             }
+            use BinaryOp::*;
             let f: fn(bool, bool) -> bool = match op {
-                BinaryOp::Add | BinaryOp::Maximum => |p, q| p | q,
-                BinaryOp::Mul | BinaryOp::Minimum => |p, q| p & q,
-                _ => return Err(unsupported(&format!("{op:?}"), DType::Bool)),
+                Add | Maximum => |p, q| p | q,
+                Mul | Minimum => |p, q| p & q,
+                Sub | Div | Pow | Remainder | FloorDivide | Atan2 => return Err(unsupported(name, DType::Bool)),
+                Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
+                    return Err(Error::Internal(format!("{name} is a comparison")));
+                }
             };
             Ok(CpuData::Bool(zip_map(x, sa, y, sb, out, f)))
         }
-        _ => Err(crate::error::Error::Eval(format!(
-            "binary {op:?}: operands of different dtypes {} and {}",
-            a.dtype(),
-            b.dtype()
-        ))),
     }
 }
 
@@ -367,17 +450,8 @@ fn select_typed<T: CpuElem + Sync>(
 }
 
 pub(super) fn select(ins: &[&CpuData], shapes: &[&[usize]], out: &[usize]) -> Result<CpuData> {
-    let CpuData::Bool(c) = ins[0] else {
-        return Err(unsupported("where (condition must be bool)", ins[0].dtype()));
-    };
+    let c = same::<bool>("where", ins[0])?;
     let (sc, sa, sb) = (shapes[0], shapes[1], shapes[2]);
-    macro_rules! sel {
-        ($($v:ident),*) => {
-            match (ins[1], ins[2]) {
-                $((CpuData::$v(a), CpuData::$v(b)) => Ok(CpuData::$v(select_typed(c, sc, a, sa, b, sb, out))),)*
-                _ => Err(crate::error::Error::Eval("where: branches of different dtypes".into())),
-            }
-        };
-    }
-    sel!(Bool, U32, I32, I64, F16, BF16, F32, F64)
+    let b = ins[2];
+    Ok(map_data!(ins[1], |a| select_typed(c, sc, a, sa, same("where", b)?, sb, out)))
 }

@@ -3,20 +3,10 @@
 
 use rayon::prelude::*;
 
-use super::storage::CpuData;
+use super::storage::{CpuData, CpuElem};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::{StridedIter, broadcast_strides, numel};
-
-/// For each output batch, the element offsets of its `a` and `b` matrices.
-fn batch_offsets(sa: &[usize], sb: &[usize], out: &[usize]) -> Vec<(usize, usize)> {
-    let r = out.len();
-    let (ba, bb, bo) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2], &out[..r - 2]);
-    let (ma, mb) = (sa[sa.len() - 2] * sa[sa.len() - 1], sb[sb.len() - 2] * sb[sb.len() - 1]);
-    let ta = broadcast_strides(ba, bo);
-    let tb = broadcast_strides(bb, bo);
-    StridedIter::new(bo, &ta, 0).zip(StridedIter::new(bo, &tb, 0)).map(|(i, j)| (i * ma, j * mb)).collect()
-}
+use crate::primitive::MatmulPlan;
 
 /// (column, row) strides in elements of an `r x c` operand stored row-major, or stored
 /// transposed (`c x r`, row-major) when `trans`.
@@ -63,23 +53,17 @@ fn gemm_into<T: 'static + Copy + num_traits::Zero + num_traits::One>(
     }
 }
 
-/// (m, k, n) from the stored operand shapes.
-fn dims(sa: &[usize], sb: &[usize], (ta, tb): (bool, bool)) -> (usize, usize, usize) {
-    let (a0, a1, b0, b1) = (sa[sa.len() - 2], sa[sa.len() - 1], sb[sb.len() - 2], sb[sb.len() - 1]);
-    (if ta { a1 } else { a0 }, if ta { a0 } else { a1 }, if tb { b0 } else { b1 })
-}
-
-fn matmul_float<T>(a: &[T], sa: &[usize], b: &[T], sb: &[usize], out: &[usize], t: (bool, bool)) -> Vec<T>
+fn matmul_float<T>(a: &[T], b: &[T], p: &MatmulPlan) -> Vec<T>
 where
     T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One,
 {
-    let (m, k, n) = dims(sa, sb, t);
-    let offs = batch_offsets(sa, sb, out);
-    let mut c = vec![T::zero(); numel(out)];
+    let (m, k, n) = (p.m, p.k, p.n);
+    let offs: Vec<(usize, usize)> = p.offsets().collect();
+    let mut c = vec![T::zero(); p.batches() * m * n];
     if m * n == 0 {
         return c;
     }
-    let (threads, trans) = (rayon::current_num_threads(), t);
+    let (threads, trans) = (rayon::current_num_threads(), (p.trans_a, p.trans_b));
     let per_batch_flops = m * n * k;
     let run = |&(oa, ob): &(usize, usize), cm: &mut [T], t: usize| {
         gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), trans, t);
@@ -99,19 +83,19 @@ where
     c
 }
 
-fn matmul_i64(a: &[i64], sa: &[usize], b: &[i64], sb: &[usize], out: &[usize], t: (bool, bool)) -> Vec<i64> {
-    let (m, k, n) = dims(sa, sb, t);
-    let ((a_cs, a_rs), (b_cs, b_rs)) = (strides(m, k, t.0), strides(k, n, t.1));
-    let mut c = vec![0i64; numel(out)];
+fn matmul_i64(a: &[i64], b: &[i64], p: &MatmulPlan) -> Vec<i64> {
+    let (m, k, n) = (p.m, p.k, p.n);
+    let ((a_cs, a_rs), (b_cs, b_rs)) = (strides(m, k, p.trans_a), strides(k, n, p.trans_b));
+    let mut c = vec![0i64; p.batches() * m * n];
     if m * n == 0 {
         return c;
     }
-    for (cm, &(oa, ob)) in c.chunks_mut(m * n).zip(&batch_offsets(sa, sb, out)) {
+    for (cm, (oa, ob)) in c.chunks_mut(m * n).zip(p.offsets()) {
         for i in 0..m {
-            for p in 0..k {
-                let x = a[oa + (i as isize * a_rs + p as isize * a_cs) as usize];
+            for q in 0..k {
+                let x = a[oa + (i as isize * a_rs + q as isize * a_cs) as usize];
                 for j in 0..n {
-                    let y = b[ob + (p as isize * b_rs + j as isize * b_cs) as usize];
+                    let y = b[ob + (q as isize * b_rs + j as isize * b_cs) as usize];
                     cm[i * n + j] = cm[i * n + j].wrapping_add(x.wrapping_mul(y));
                 }
             }
@@ -120,28 +104,25 @@ fn matmul_i64(a: &[i64], sa: &[usize], b: &[i64], sb: &[usize], out: &[usize], t
     c
 }
 
-/// `trans`: (trans_a, trans_b) of [`crate::primitive::Primitive::Matmul`].
-pub(super) fn matmul(
-    a: &CpuData,
-    sa: &[usize],
-    b: &CpuData,
-    sb: &[usize],
-    out: &[usize],
-    trans: (bool, bool),
-) -> Result<CpuData> {
-    Ok(match (a, b) {
-        (CpuData::F32(x), CpuData::F32(y)) => CpuData::F32(matmul_float(x, sa, y, sb, out, trans)),
-        (CpuData::F64(x), CpuData::F64(y)) => CpuData::F64(matmul_float(x, sa, y, sb, out, trans)),
-        (CpuData::F16(_), CpuData::F16(_)) | (CpuData::BF16(_), CpuData::BF16(_)) => {
+/// `a @ b` as `plan` lays them out. Both operands have one dtype (`Matmul::infer`).
+pub(super) fn matmul(a: &CpuData, b: &CpuData, plan: &MatmulPlan) -> Result<CpuData> {
+    let mismatch = || Error::Internal(format!("matmul: operands of different dtypes {} and {}", a.dtype(), b.dtype()));
+    Ok(match a {
+        CpuData::F32(x) => CpuData::F32(matmul_float(x, f32::unwrap(b).ok_or_else(mismatch)?, plan)),
+        CpuData::F64(x) => CpuData::F64(matmul_float(x, f64::unwrap(b).ok_or_else(mismatch)?, plan)),
+        CpuData::F16(_) | CpuData::BF16(_) => {
             let (x, y) = (a.astype(DType::F32), b.astype(DType::F32));
-            matmul(&x, sa, &y, sb, out, trans)?.astype(a.dtype())
+            matmul(&x, &y, plan)?.astype(a.dtype())
         }
-        _ if a.dtype() == b.dtype() => {
-            let (CpuData::I64(x), CpuData::I64(y)) = (a.astype(DType::I64), b.astype(DType::I64)) else {
-                unreachable!("astype(I64) gives I64")
+        CpuData::Bool(_) | CpuData::U32(_) | CpuData::I32(_) | CpuData::I64(_) => {
+            if a.dtype() != b.dtype() {
+                return Err(mismatch());
+            }
+            let (x, y) = (a.astype(DType::I64), b.astype(DType::I64));
+            let (Some(x), Some(y)) = (i64::unwrap(&x), i64::unwrap(&y)) else {
+                return Err(Error::Internal("astype(I64) did not give I64".into()));
             };
-            CpuData::I64(matmul_i64(&x, sa, &y, sb, out, trans)).astype(a.dtype())
+            CpuData::I64(matmul_i64(x, y, plan)).astype(a.dtype())
         }
-        _ => return Err(Error::Eval(format!("matmul: operands of different dtypes {} and {}", a.dtype(), b.dtype()))),
     })
 }

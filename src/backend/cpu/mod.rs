@@ -2,6 +2,7 @@
 
 mod copy;
 mod elementwise;
+mod kernels;
 mod matmul;
 pub mod random;
 mod reduce;
@@ -62,51 +63,31 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn allocate(&self, _stream: &Stream, dtype: DType, len: usize) -> Result<Buffer> {
-        Ok(wrap(CpuData::zeros(dtype, len)))
-    }
-
     fn upload(&self, _stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
         Ok(wrap(CpuData::from_bytes(dtype, bytes)))
     }
 
-    fn download(&self, buffer: &Buffer, _dtype: DType, _len: usize) -> Result<Vec<u8>> {
+    fn download(&self, buffer: &Buffer) -> Result<Vec<u8>> {
         Ok(data(buffer)?.to_bytes())
     }
 
-    fn run(&self, _stream: &Stream, op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<Buffer> {
-        let ins: Vec<&CpuData> = inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?;
-        let shapes: Vec<&[usize]> = inputs.iter().map(|i| i.meta.shape.as_slice()).collect();
-        let n = crate::shape::numel(&out.shape);
-        let result = match op {
-            Primitive::Full { value } => CpuData::filled(out.dtype, n, *value),
-            Primitive::Arange { start, step } => CpuData::from_f64s(out.dtype, (0..n).map(|i| start + i as f64 * step)),
-            Primitive::RandomBits => random::random_bits(ins[0], n)?,
-            Primitive::Unary(u) => elementwise::unary(*u, ins[0])?,
-            Primitive::Binary(b) => elementwise::binary(*b, ins[0], shapes[0], ins[1], shapes[1], &out.shape)?,
-            Primitive::Select => elementwise::select(&ins, &shapes, &out.shape)?,
-            Primitive::AsType => ins[0].astype(out.dtype),
-            Primitive::Reshape | Primitive::Copy => return Ok(inputs[0].buffer.clone()),
-            Primitive::AsStrided { strides, offset } => copy::as_strided(ins[0], &out.shape, strides, *offset),
-            Primitive::Reduce { op, axes } => reduce::reduce(*op, ins[0], shapes[0], axes)?,
-            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(*op, ins[0], shapes[0], *axis),
-            Primitive::Scan { op, axis, reverse } => reduce::scan(*op, ins[0], shapes[0], *axis, *reverse)?,
-            Primitive::Concatenate { axis } => copy::concatenate(&ins, &shapes, *axis, &out.shape),
-            Primitive::Gather { axis } => copy::gather(ins[0], shapes[0], ins[1], shapes[1], *axis)?,
-            Primitive::Scatter { axis, mode } => copy::scatter(&ins, &shapes, *axis, *mode)?,
-            Primitive::Matmul { trans_a, trans_b } => {
-                matmul::matmul(ins[0], shapes[0], ins[1], shapes[1], &out.shape, (*trans_a, *trans_b))?
-            }
-            #[allow(unreachable_patterns)]
-            other => {
-                return Err(Error::Unsupported {
-                    backend: "cpu".into(),
-                    msg: format!("no kernel for {}", other.name()),
-                });
-            }
+    fn run(&self, _stream: &Stream, op: &Primitive, inputs: &[Input<'_>], outs: &[Meta]) -> Result<Vec<Buffer>> {
+        let [out] = outs else {
+            return Err(Error::unsupported("cpu", format!("{} with {} outputs", op.name(), outs.len())));
         };
-        debug_assert_eq!(result.dtype(), out.dtype, "{}", op.name());
-        Ok(wrap(result))
+        let args = kernels::Args {
+            ins: inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?,
+            shapes: inputs.iter().map(|i| i.meta.shape.as_slice()).collect(),
+            raw: inputs,
+            out,
+        };
+        let result = kernels::run(op, &args)?;
+        debug_assert!(
+            result.as_any().downcast_ref::<CpuBuffer>().is_none_or(|b| b.data.dtype() == out.dtype),
+            "{}",
+            op.name()
+        );
+        Ok(vec![result])
     }
 
     fn synchronize(&self, _stream: &Stream) -> Result<()> {

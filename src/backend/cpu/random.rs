@@ -30,10 +30,10 @@ pub fn threefry2x32(k0: u32, k1: u32, mut x0: u32, mut x1: u32) -> (u32, u32) {
 
 pub(super) fn random_bits(key: &CpuData, n: usize) -> Result<CpuData> {
     let CpuData::U32(k) = key else {
-        return Err(Error::Eval(format!("random_bits: key must be uint32, got {}", key.dtype())));
+        return Err(Error::Internal(format!("random_bits: key must be uint32, got {}", key.dtype())));
     };
     if k.len() != 2 {
-        return Err(Error::Eval(format!("random_bits: key must have 2 elements, got {}", k.len())));
+        return Err(Error::Internal(format!("random_bits: key must have 2 elements, got {}", k.len())));
     }
     let f = |i: usize| threefry2x32(k[0], k[1], i as u32, (i as u64 >> 32) as u32).0;
     Ok(CpuData::U32(if n >= PAR_MIN { (0..n).into_par_iter().map(f).collect() } else { (0..n).map(f).collect() }))

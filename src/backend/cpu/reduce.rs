@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::storage::{CpuData, CpuElem};
 use super::{PAR_MIN, unsupported};
-use crate::dtype::DType;
+
 use crate::error::Result;
 use crate::primitive::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::shape::{StridedIter, contiguous_strides, numel};
@@ -71,9 +71,27 @@ fn reduce_i64(op: ReduceOp, c: &[i64]) -> i64 {
     }
 }
 
-/// The wide type a dtype computes in: f64 for floats, i64 for integers and bool.
-fn wide(dtype: DType) -> DType {
-    if dtype.is_float() { DType::F64 } else { DType::I64 }
+/// Data in the type its dtype accumulates in: f64 for floats, wrapping i64 for integers
+/// and bool (exact for every integer dtype, i64 included).
+enum Wide {
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+}
+
+fn widen(x: &CpuData) -> Wide {
+    fn f<T: CpuElem>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|x| x.to_f64()).collect()
+    }
+    match x {
+        CpuData::Bool(v) => Wide::I64(v.iter().map(|&b| b as i64).collect()),
+        CpuData::U32(v) => Wide::I64(v.iter().map(|&b| b as i64).collect()),
+        CpuData::I32(v) => Wide::I64(v.iter().map(|&b| b as i64).collect()),
+        CpuData::I64(v) => Wide::I64(v.clone()),
+        CpuData::F16(v) => Wide::F64(f(v)),
+        CpuData::BF16(v) => Wide::F64(f(v)),
+        CpuData::F32(v) => Wide::F64(f(v)),
+        CpuData::F64(v) => Wide::F64(v.clone()),
+    }
 }
 
 pub(super) fn reduce(op: ReduceOp, x: &CpuData, shape: &[usize], axes: &[usize]) -> Result<CpuData> {
@@ -83,19 +101,17 @@ pub(super) fn reduce(op: ReduceOp, x: &CpuData, shape: &[usize], axes: &[usize])
     if len == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Err(unsupported("max/min over an empty axis", dtype));
     }
-    let w = x.astype(wide(dtype));
-    let r = match &w {
-        CpuData::F64(_) if len == 0 => CpuData::F64(vec![reduce_f64(op, &[]); outer]),
-        CpuData::I64(_) if len == 0 => CpuData::I64(vec![reduce_i64(op, &[]); outer]),
-        CpuData::F64(v) => {
+    let r = match &widen(x) {
+        Wide::F64(_) if len == 0 => CpuData::F64(vec![reduce_f64(op, &[]); outer]),
+        Wide::I64(_) if len == 0 => CpuData::I64(vec![reduce_i64(op, &[]); outer]),
+        Wide::F64(v) => {
             let (d, _) = move_axes_last(v, shape, axes);
             CpuData::F64(per_chunk(&d, len, |c| reduce_f64(op, c)))
         }
-        CpuData::I64(v) => {
+        Wide::I64(v) => {
             let (d, _) = move_axes_last(v, shape, axes);
             CpuData::I64(per_chunk(&d, len, |c| reduce_i64(op, c)))
         }
-        _ => unreachable!("wide() is f64 or i64"),
     };
     Ok(r.astype(dtype))
 }
@@ -123,10 +139,9 @@ pub(super) fn arg_reduce(op: ArgReduceOp, x: &CpuData, shape: &[usize], axis: us
         let (d, _) = move_axes_last(v, shape, &[axis]);
         per_chunk(&d, len, |c| arg_best(c, max))
     }
-    CpuData::U32(match x.astype(wide(x.dtype())) {
-        CpuData::F64(v) => go(&v, shape, axis, len, max),
-        CpuData::I64(v) => go(&v, shape, axis, len, max),
-        _ => unreachable!("wide() is f64 or i64"),
+    CpuData::U32(match widen(x) {
+        Wide::F64(v) => go(&v, shape, axis, len, max),
+        Wide::I64(v) => go(&v, shape, axis, len, max),
     })
 }
 
@@ -167,9 +182,8 @@ pub(super) fn scan(op: ScanOp, x: &CpuData, shape: &[usize], axis: usize, revers
     fn run<T: Copy + Send + Sync>(d: &[T], len: usize, reverse: bool, f: fn(T, T) -> T) -> Vec<T> {
         per_chunk(d, len, |c| scan_chunk(c, reverse, f)).concat()
     }
-    let w = x.astype(wide(dtype));
-    let r = match &w {
-        CpuData::F64(v) => {
+    let r = match &widen(x) {
+        Wide::F64(v) => {
             let (d, pshape) = move_axes_last(v, shape, &[axis]);
             let f: fn(f64, f64) -> f64 = match op {
                 ScanOp::Sum => |a, b| a + b,
@@ -180,7 +194,7 @@ pub(super) fn scan(op: ScanOp, x: &CpuData, shape: &[usize], axis: usize, revers
             let s = run(&d, len, reverse, f);
             CpuData::F64(restore(&pshape).into_iter().map(|i| s[i]).collect())
         }
-        CpuData::I64(v) => {
+        Wide::I64(v) => {
             let (d, pshape) = move_axes_last(v, shape, &[axis]);
             let f: fn(i64, i64) -> i64 = match op {
                 ScanOp::Sum => i64::wrapping_add,
@@ -191,7 +205,6 @@ pub(super) fn scan(op: ScanOp, x: &CpuData, shape: &[usize], axis: usize, revers
             let s = run(&d, len, reverse, f);
             CpuData::I64(restore(&pshape).into_iter().map(|i| s[i]).collect())
         }
-        _ => unreachable!("wide() is f64 or i64"),
     };
     Ok(r.astype(dtype))
 }

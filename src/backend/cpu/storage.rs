@@ -69,10 +69,7 @@ macro_rules! cpu_elem {
                 CpuData::$var(v)
             }
             fn unwrap(d: &CpuData) -> Option<&[Self]> {
-                match d {
-                    CpuData::$var(v) => Some(v),
-                    _ => None,
-                }
+                if let CpuData::$var(v) = d { Some(v) } else { None }
             }
         }
     };
@@ -174,19 +171,31 @@ impl CpuData {
         with_data!(self, |v| v[i].to_f64())
     }
 
+    /// The values of integer data as i64 (exact); `None` for bool and floats.
+    fn as_i64s(&self) -> Option<Box<dyn Iterator<Item = i64> + '_>> {
+        match self {
+            CpuData::U32(v) => Some(Box::new(v.iter().map(|&x| x as i64))),
+            CpuData::I32(v) => Some(Box::new(v.iter().map(|&x| x as i64))),
+            CpuData::I64(v) => Some(Box::new(v.iter().copied())),
+            CpuData::Bool(_) | CpuData::F16(_) | CpuData::BF16(_) | CpuData::F32(_) | CpuData::F64(_) => None,
+        }
+    }
+
     /// Converts to another dtype with `as` semantics (float to bool is `!= 0`).
     pub fn astype(&self, dtype: DType) -> CpuData {
         if self.dtype() == dtype {
             return self.clone();
         }
-        match (self, dtype) {
-            // Paths that must not round through f64: i64 beyond 2^53.
-            (CpuData::I64(v), DType::I32) => CpuData::I32(v.iter().map(|&x| x as i32).collect()),
-            (CpuData::I64(v), DType::U32) => CpuData::U32(v.iter().map(|&x| x as u32).collect()),
-            (CpuData::I32(v), DType::U32) => CpuData::U32(v.iter().map(|&x| x as u32).collect()),
-            (CpuData::U32(v), DType::I32) => CpuData::I32(v.iter().map(|&x| x as i32).collect()),
-            _ => with_data!(self, |v| Self::from_f64s(dtype, v.iter().map(|x| x.to_f64()))),
+        // Integer to integer wraps bit-exactly (through f64 would round i64 beyond 2^53).
+        if let Some(v) = self.as_i64s() {
+            match dtype {
+                DType::I32 => return CpuData::I32(v.map(|x| x as i32).collect()),
+                DType::U32 => return CpuData::U32(v.map(|x| x as u32).collect()),
+                DType::I64 => return CpuData::I64(v.collect()),
+                DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {}
+            }
         }
+        with_data!(self, |v| Self::from_f64s(dtype, v.iter().map(|x| x.to_f64())))
     }
 }
 

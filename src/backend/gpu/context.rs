@@ -31,6 +31,13 @@ pub(crate) struct Context {
     lost_reason: Mutex<String>,
 }
 
+/// Set once device creation has begun: from then on exit must end the process itself
+/// rather than let the driver's exit-time teardown run (`GpuBackend::exit_policy`).
+pub(crate) static CREATION_BEGUN: AtomicBool = AtomicBool::new(false);
+
+/// Set while the device is being created (exit then ends the process at once).
+pub(crate) static CREATING: AtomicBool = AtomicBool::new(false);
+
 /// The context, or why there is none. Initialisation (including failure) is attempted
 /// once and cached, so a machine without a GPU pays for the probe only once.
 pub(crate) fn context() -> Result<&'static Context> {
@@ -39,9 +46,10 @@ pub(crate) fn context() -> Result<&'static Context> {
         // Device creation is device work: the exit hook waits for it, and once exit has
         // begun it is refused (a driver torn down under a half-made device crashed).
         let _guard = crate::lifecycle::WorkGuard::enter().map_err(|e| e.to_string())?;
-        crate::lifecycle::device_started();
+        CREATION_BEGUN.store(true, Ordering::SeqCst);
+        CREATING.store(true, Ordering::SeqCst);
         let ctx = init().map(|c| &*Box::leak(Box::new(c)));
-        crate::lifecycle::device_created();
+        CREATING.store(false, Ordering::SeqCst);
         ctx
     }) {
         Ok(c) => {
@@ -75,9 +83,9 @@ fn init() -> std::result::Result<Context, String> {
     // reverse order, so the lifecycle hook is registered again after each step, and
     // runs before the driver's own teardown (see `crate::lifecycle`).
     let instance = wgpu::Instance::new(desc);
-    crate::lifecycle::install_exit_hook();
+    crate::lifecycle::driver_step();
     let adapter = pick_adapter(&instance)?;
-    crate::lifecycle::install_exit_hook();
+    crate::lifecycle::driver_step();
     let info = adapter.get_info();
     let coop = wants_coop(&adapter, &info);
     let mut features = adapter.features() & wgpu::Features::SHADER_F16;
@@ -100,7 +108,7 @@ fn init() -> std::result::Result<Context, String> {
         ..Default::default()
     }))
     .map_err(|e| format!("gpu(0): {} ({:?}) refused a device: {e}", info.name, info.backend))?;
-    crate::lifecycle::install_exit_hook();
+    crate::lifecycle::driver_step();
     // The instance and adapter are not needed after this; the device keeps what it uses.
     // They are leaked too, so no wgpu object is ever destroyed at exit.
     std::mem::forget(adapter);

@@ -2,15 +2,14 @@
 
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
-use super::elementwise::merge_axes;
 use super::encoder::dispatch_1d;
 use super::pipeline::{check_rank, pipeline};
 use super::shader::Kernel;
 use super::{i32_param, u32_param};
 use crate::error::Result;
 use crate::primitive::Meta;
-use crate::shape::numel;
 use crate::shape::split_axis;
+use crate::shape::{merge_axes, numel};
 use crate::stream::Stream;
 
 pub(crate) fn as_strided(

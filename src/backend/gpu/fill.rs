@@ -1,35 +1,30 @@
-//! Creation kernels: zero-filled buffers, constant fill, arange.
+//! Creation kernels: constant fill and arange.
 
 use super::buffer::{GpuBuffer, alloc, device_elem_size};
 use super::context::context;
-use super::encoder::{dispatch_1d, record};
+use super::encoder::dispatch_1d;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
-use crate::backend::cpu::CpuData;
-use crate::dtype::DType;
+use crate::dtype::{DType, f64s_to_bytes};
 use crate::error::Result;
 use crate::stream::Stream;
-
-/// A buffer of `len` zeros (all-zero bits are zero in every dtype).
-pub(crate) fn zeros(stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuffer> {
-    let out = alloc(stream, dtype, len)?;
-    record("clear", |enc| enc.clear_buffer(out.raw(), 0, None))?;
-    Ok(out)
-}
 
 /// `n` copies of `value` cast to `dtype` with the host's `as` rules: the cast is done
 /// once on the host, the kernel writes its bit pattern.
 pub(crate) fn full(stream: &Stream, dtype: DType, n: usize, value: f64) -> Result<GpuBuffer> {
     let ctx = context()?;
-    let host = CpuData::filled(dtype, 1, value).to_bytes();
+    let host = f64s_to_bytes(dtype, std::iter::once(value));
     let pattern = match dtype {
         DType::Bool => host[0] as u32,
         DType::F16 => {
             let h = u16::from_le_bytes([host[0], host[1]]) as u32;
             h | (h << 16)
         }
-        _ => u32::from_le_bytes([host[0], host[1], host[2], host[3]]),
+        DType::U32 | DType::I32 | DType::F32 => u32::from_le_bytes([host[0], host[1], host[2], host[3]]),
+        DType::I64 | DType::BF16 | DType::F64 => {
+            return Err(super::unsupported(format!("full: {dtype} is not supported on the GPU")));
+        }
     };
     let out = alloc(stream, dtype, n)?;
     let words = (n as u64 * device_elem_size(dtype)).div_ceil(4) as usize;
@@ -51,10 +46,10 @@ pub(crate) fn arange(stream: &Stream, dtype: DType, n: usize, start: f64, step: 
         && match dtype {
             DType::I32 | DType::Bool => in_range(i32::MIN as f64, i32::MAX as f64),
             DType::U32 => in_range(0.0, u32::MAX as f64),
-            _ => false,
+            DType::I64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => false,
         };
     if !int_mode {
-        let host = CpuData::from_f64s(dtype, (0..n).map(|i| start + i as f64 * step)).to_bytes();
+        let host = f64s_to_bytes(dtype, (0..n).map(|i| start + i as f64 * step));
         return super::readback::upload(stream, dtype, &host);
     }
     let out = alloc(stream, dtype, n)?;

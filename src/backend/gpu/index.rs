@@ -26,8 +26,8 @@ pub(crate) fn gather(
     let n = numel(&out.shape);
     let src_len = shapes[0][axis];
     if src_len == 0 {
-        // Nothing to clamp into: zeros, rather than reading out of bounds.
-        return super::fill::zeros(s, out.dtype, n);
+        // `Gather::infer` refuses this: there is nothing to clamp into.
+        return Err(crate::error::Error::Internal("gather from an empty axis reached the kernel".into()));
     }
     let (_, idx_len, inner) = split_axis(shapes[1], axis);
     let signed = (idx.dtype == DType::I32) as u32;
@@ -63,8 +63,7 @@ pub(crate) fn scatter(
         return Ok(o);
     }
     let signed = (idx.dtype == DType::I32) as u32;
-    let m = if mode == ScatterMode::Add { 1 } else { 0 };
-    let p = pipeline(ctx, Kernel::Index, dst.dtype, "scatter", &[("SIGNED", signed), ("MODE", m)])?;
+    let p = pipeline(ctx, Kernel::Index, dst.dtype, "scatter", &[("SIGNED", signed), ("MODE", mode.code())])?;
     let w = [
         u32_param("scatter", columns)?,
         u32_param("scatter", upd_len)?,

@@ -8,7 +8,6 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::Context;
 use super::context::context;
-use super::elementwise::merge_axes;
 use super::encoder::dispatch;
 use super::matmul_coop;
 use super::pipeline::{check_rank, pipeline};
@@ -16,42 +15,23 @@ use super::shader::{Kernel, TileConfig};
 use super::{i32_param, u32_param};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::primitive::Meta;
-use crate::shape::{broadcast_strides, numel};
+use crate::primitive::MatmulPlan;
 use crate::stream::Stream;
 
-/// `a: [..., M, K] @ b: [..., K, N]` with broadcast batch dims; `(ta, tb)`: an operand is
-/// stored with its last two axes swapped and read transposed in place.
-pub(crate) fn matmul(
-    s: &Stream,
-    ins: &[&GpuBuffer],
-    shapes: &[&[usize]],
-    out: &Meta,
-    (ta, tb): (bool, bool),
-) -> Result<GpuBuffer> {
+/// `a @ b` as `plan` lays them out (batch dims broadcast; transposed operands read in
+/// place).
+pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Result<GpuBuffer> {
     let ctx = context()?;
     let dtype = ins[0].dtype;
     if !matches!(dtype, DType::F32 | DType::F16) {
         return Err(super::unsupported(format!("matmul: {dtype} has no GPU kernel (float32 and float16 only)")));
     }
-    let (sa, sb) = (shapes[0], shapes[1]);
-    let r = out.shape.len();
-    let (m, n) = (out.shape[r - 2], out.shape[r - 1]);
-    let k = if ta { sa[sa.len() - 2] } else { sa[sa.len() - 1] };
-    let out_batch = &out.shape[..r - 2];
-    let batches = numel(out_batch);
-    let mut sa_b = broadcast_strides(&sa[..sa.len() - 2], out_batch);
-    let mut sb_b = broadcast_strides(&sb[..sb.len() - 2], out_batch);
-    for st in &mut sa_b {
-        *st *= (m * k) as isize;
-    }
-    for st in &mut sb_b {
-        *st *= (k * n) as isize;
-    }
-    let (bshape, bstrides) = merge_axes(out_batch, &[sa_b, sb_b]);
+    let (m, n, k, ta, tb) = (plan.m, plan.n, plan.k, plan.trans_a, plan.trans_b);
+    let batches = plan.batches();
+    let (bshape, bstrides) = (&plan.batch_shape, &plan.batch_strides);
     if bshape.len() <= 1 {
         let (a_bs, b_bs) = if bshape.len() == 1 { (bstrides[0][0], bstrides[1][0]) } else { (0, 0) };
-        return tuned(ctx, s, ins, dtype, (m, n, k), batches, (a_bs, b_bs), (ta, tb));
+        return tuned(ctx, s, ins, dtype, plan, (a_bs, b_bs));
     }
     check_rank("matmul", bshape.len())?;
     let mut w = vec![0u32; 32];
@@ -104,21 +84,20 @@ fn pick(ctx: &Context, m: usize, n: usize, batches: usize) -> Result<TileConfig>
 }
 
 /// The tuned kernel: batch `b` of A starts at `b * a_bs` (0 broadcasts), likewise B.
-#[allow(clippy::too_many_arguments)]
 fn tuned(
     ctx: &Context,
     s: &Stream,
     ins: &[&GpuBuffer],
     dtype: DType,
-    (m, n, k): (usize, usize, usize),
-    batches: usize,
+    plan: &MatmulPlan,
     (a_bs, b_bs): (isize, isize),
-    (ta, tb): (bool, bool),
 ) -> Result<GpuBuffer> {
+    let (m, n, k, ta, tb) = (plan.m, plan.n, plan.k, plan.trans_a, plan.trans_b);
+    let batches = plan.batches();
     let (a_bs, b_bs) = (a_bs as usize, b_bs as usize); // broadcast strides are >= 0
     let u = |v: usize| u32_param("matmul", v);
     // Row strides of the stored operands: A is K x M when transposed, B is N x K.
-    let (lda, ldb) = (if ta { m } else { k }, if tb { k } else { n });
+    let (lda, ldb) = (plan.lda, plan.ldb);
     let mut w = [0u32; 16];
     w[..8].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(lda)?, u(ldb)?, u(n)?, ta as u32 | (tb as u32) << 1]);
     w[12..15].copy_from_slice(&[u(a_bs)?, u(b_bs)?, u(m * n)?]);

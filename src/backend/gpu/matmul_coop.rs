@@ -124,6 +124,7 @@ pub(crate) fn source(cfg: CoopConfig) -> String {
         out.push_str(line);
         out.push('\n');
     }
+    out.push_str(super::shader::MATMUL_TILES);
     out
 }
 

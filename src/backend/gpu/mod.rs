@@ -34,6 +34,7 @@ mod elementwise;
 mod encoder;
 mod fill;
 mod index;
+mod kernels;
 mod matmul;
 mod matmul_coop;
 mod pipeline;
@@ -42,16 +43,16 @@ mod readback;
 mod reduce;
 mod shader;
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 pub use buffer::GpuBuffer;
 pub use shader::{CoopConfig, Kernel, shader_source, shader_variants};
 
-use crate::backend::{Backend, Buffer, Input};
+use crate::backend::{Backend, Buffer, ExitPolicy, Input};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::primitive::{Meta, Primitive};
-use crate::shape::numel;
 use crate::stream::Stream;
 
 /// The GPU backend for adapter `index`. Only `gpu(0)` exists; the device is set up on
@@ -61,8 +62,7 @@ pub fn backend(index: u32) -> Result<Arc<dyn Backend>> {
         return Err(Error::Device(format!("gpu({index}): only gpu(0) is supported (one adapter per process)")));
     }
     context::context()?;
-    static B: OnceLock<Arc<dyn Backend>> = OnceLock::new();
-    Ok(B.get_or_init(|| Arc::new(GpuBackend)).clone())
+    started().ok_or_else(|| Error::Internal("gpu(0) has a context but no backend".into()))
 }
 
 /// One line about the adapter `gpu(0)` uses: name, backend, type, driver, f16 and
@@ -100,8 +100,8 @@ pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
 fn check_dtype(op: &str, dtype: DType) -> Result<()> {
     match dtype {
         DType::Bool | DType::U32 | DType::I32 | DType::F32 | DType::F16 => Ok(()),
-        other => Err(unsupported(format!(
-            "{op}: {other} is not supported on the GPU; convert with astype(DType::F32) (or an \
+        DType::I64 | DType::BF16 | DType::F64 => Err(unsupported(format!(
+            "{op}: {dtype} is not supported on the GPU; convert with astype(DType::F32) (or an \
              int32/uint32 type) first, or run on the CPU device"
         ))),
     }
@@ -118,11 +118,6 @@ impl Backend for GpuBackend {
         "gpu"
     }
 
-    fn allocate(&self, stream: &Stream, dtype: DType, len: usize) -> Result<Buffer> {
-        check_dtype("allocate", dtype)?;
-        Ok(Arc::new(fill::zeros(stream, dtype, len)?))
-    }
-
     fn upload(&self, stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
         check_dtype("upload", dtype)?;
         if dtype == DType::F16 && !context::context()?.has_f16 {
@@ -131,50 +126,59 @@ impl Backend for GpuBackend {
         Ok(Arc::new(readback::upload(stream, dtype, bytes)?))
     }
 
-    fn download(&self, buffer: &Buffer, dtype: DType, len: usize) -> Result<Vec<u8>> {
-        readback::download(gpu_buf(buffer)?, dtype, len)
+    fn download(&self, buffer: &Buffer) -> Result<Vec<u8>> {
+        let b = gpu_buf(buffer)?;
+        readback::download(b, b.dtype, b.len)
     }
 
-    fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<Buffer> {
+    fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], outs: &[Meta]) -> Result<Vec<Buffer>> {
         let ctx = context::context()?;
         ctx.check()?;
         let name = op.name();
+        let [out] = outs else {
+            return Err(unsupported(format!("{name} with {} outputs", outs.len())));
+        };
         check_dtype(name, out.dtype)?;
         for i in inputs {
             check_dtype(name, i.meta.dtype)?;
         }
-        let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
-        let shapes: Vec<&[usize]> = inputs.iter().map(|i| i.meta.shape.as_slice()).collect();
-        let n = numel(&out.shape);
-        let s = stream;
-        let result = match op {
-            Primitive::Reshape | Primitive::Copy => return Ok(inputs[0].buffer.clone()),
-            Primitive::Full { value } => fill::full(s, out.dtype, n, *value)?,
-            Primitive::Arange { start, step } => fill::arange(s, out.dtype, n, *start, *step)?,
-            Primitive::RandomBits => random::random_bits(s, ins[0], n)?,
-            Primitive::Unary(u) => elementwise::unary(s, *u, ins[0], out.dtype, n)?,
-            Primitive::Binary(b) => elementwise::binary(s, *b, &ins, &shapes, out)?,
-            Primitive::Select => elementwise::select(s, &ins, &shapes, out)?,
-            Primitive::AsType => elementwise::astype(s, ins[0], out.dtype, n)?,
-            Primitive::AsStrided { strides, offset } => copy::as_strided(s, ins[0], &out.shape, strides, *offset)?,
-            Primitive::Concatenate { axis } => copy::concatenate(s, &ins, &shapes, *axis, out)?,
-            Primitive::Reduce { op, axes } => reduce::reduce(s, *op, ins[0], shapes[0], axes)?,
-            Primitive::ArgReduce { op, axis } => reduce::arg_reduce(s, *op, ins[0], shapes[0], *axis)?,
-            Primitive::Scan { op, axis, reverse } => reduce::scan(s, *op, ins[0], shapes[0], *axis, *reverse)?,
-            Primitive::Gather { axis } => index::gather(s, &ins, &shapes, *axis, out)?,
-            Primitive::Scatter { axis, mode } => index::scatter(s, &ins, &shapes, *axis, *mode)?,
-            Primitive::Matmul { trans_a, trans_b } => matmul::matmul(s, &ins, &shapes, out, (*trans_a, *trans_b))?,
-            #[allow(unreachable_patterns)]
-            other => return Err(unsupported(format!("no kernel for {}", other.name()))),
+        let args = kernels::Args {
+            s: stream,
+            ins: inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?,
+            shapes: inputs.iter().map(|i| i.meta.shape.as_slice()).collect(),
+            raw: inputs,
+            out,
         };
+        let result = kernels::run(op, &args)?;
         announce_ready()?;
-        Ok(Arc::new(result))
+        Ok(vec![result])
     }
 
     fn synchronize(&self, _stream: &Stream) -> Result<()> {
         // One queue serves every stream: waiting for all of it covers this one.
         encoder::synchronize()
     }
+
+    /// Every primitive has a kernel; the dtypes the GPU lacks have no decomposition
+    /// either, so they reach `run`, which says what to convert to.
+    fn supports(&self, _op: &Primitive, _inputs: &[&Meta]) -> bool {
+        true
+    }
+
+    fn wait_idle(&self, limit: std::time::Duration) -> bool {
+        encoder::wait_idle(limit)
+    }
+
+    fn exit_policy(&self) -> ExitPolicy {
+        if context::CREATING.load(Ordering::SeqCst) { ExitPolicy::HardExitNow } else { ExitPolicy::HardExit }
+    }
+}
+
+/// The GPU backend if its device creation has begun (else `None`: nothing to drain, and
+/// exit may proceed normally). Never starts the device itself.
+pub(crate) fn started() -> Option<Arc<dyn Backend>> {
+    static B: OnceLock<Arc<dyn Backend>> = OnceLock::new();
+    context::CREATION_BEGUN.load(Ordering::SeqCst).then(|| B.get_or_init(|| Arc::new(GpuBackend)).clone())
 }
 
 /// After the first kernel has been compiled and has finished, tells the lifecycle layer
@@ -186,7 +190,7 @@ fn announce_ready() -> Result<()> {
     static READY: std::sync::Once = std::sync::Once::new();
     if !READY.is_completed() {
         encoder::synchronize()?;
-        READY.call_once(|| crate::lifecycle::backend_ready(encoder::wait_idle));
+        READY.call_once(crate::lifecycle::driver_step);
     }
     Ok(())
 }

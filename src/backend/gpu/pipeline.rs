@@ -61,7 +61,13 @@ pub(crate) fn pipeline(
                 Kernel::Matmul(_) | Kernel::MatmulCoop(_) => unsafe {
                     ctx.device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
                 },
-                _ => ctx.device.create_shader_module(desc),
+                Kernel::Fill
+                | Kernel::Elementwise
+                | Kernel::Reduce
+                | Kernel::Copy
+                | Kernel::Index
+                | Kernel::Random
+                | Kernel::MatmulSimple => ctx.device.create_shader_module(desc),
             })
         })?;
         slot.insert(module);
@@ -81,7 +87,7 @@ pub(crate) fn pipeline(
     c.pipelines.insert(key, p.clone());
     // A compile may register more driver exit-time destructors (lavapipe's LLVM does so
     // lazily); registering the exit hook again keeps it ahead of them.
-    crate::lifecycle::install_exit_hook();
+    crate::lifecycle::driver_step();
     Ok(p)
 }
 

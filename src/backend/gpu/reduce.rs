@@ -22,15 +22,6 @@ const WG_ROW_MIN: usize = 256;
 /// Longest stretch of a row one workgroup reduces (64 elements per thread).
 const SEGMENT: usize = 256 * 64;
 
-fn reduce_code(op: ReduceOp) -> u32 {
-    match op {
-        ReduceOp::Sum => 0,
-        ReduceOp::Prod => 1,
-        ReduceOp::Max => 2,
-        _ => 3,
-    }
-}
-
 pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], axes: &[usize]) -> Result<GpuBuffer> {
     let ctx = context()?;
     // Runs of adjacent axes, as (first, last).
@@ -38,7 +29,7 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
     for &a in axes {
         match runs.last_mut() {
             Some(r) if r.1 + 1 == a => r.1 = a,
-            _ => runs.push((a, a)),
+            Some(_) | None => runs.push((a, a)),
         }
     }
     if runs.is_empty() {
@@ -49,7 +40,7 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
     }
     let mut cur_shape = shape.to_vec();
     let mut cur: Option<GpuBuffer> = None;
-    let code = reduce_code(op);
+    let code = op.code();
     for &(first, last) in runs.iter().rev() {
         let outer = numel(&cur_shape[..first]);
         let len = numel(&cur_shape[first..=last]);
@@ -100,9 +91,9 @@ pub(crate) fn arg_reduce(
     let (outer, len, inner) = split_axis(shape, axis);
     let n_out = outer * inner;
     if len == 0 {
-        return super::fill::zeros(s, crate::dtype::DType::U32, n_out);
+        return Err(crate::error::Error::Internal("arg-reduction over an empty axis reached the kernel".into()));
     }
-    let code = if op == ArgReduceOp::ArgMax { 0 } else { 1 };
+    let code = op.code();
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
     let out = alloc(s, crate::dtype::DType::U32, n_out)?;
     let w = [u32_param("arg_reduce", n_out)?, u32_param("arg_reduce", len)?, u32_param("arg_reduce", inner)?];
@@ -120,12 +111,7 @@ pub(crate) fn scan(
 ) -> Result<GpuBuffer> {
     let ctx = context()?;
     let (outer, len, inner) = split_axis(shape, axis);
-    let code = match op {
-        ScanOp::Sum => 0,
-        ScanOp::Prod => 1,
-        ScanOp::Max => 2,
-        _ => 3,
-    };
+    let code = op.combine().code();
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
     let out = alloc(s, x.dtype, numel(shape))?;
     let lines = outer * inner;

@@ -132,7 +132,7 @@ impl Kernel {
             Kernel::Random => &[DType::U32],
             Kernel::MatmulSimple | Kernel::Matmul(_) => &[DType::F16, DType::F32],
             Kernel::MatmulCoop(_) => &[DType::F16],
-            _ => ALL,
+            Kernel::Fill | Kernel::Elementwise | Kernel::Reduce | Kernel::Copy | Kernel::Index => ALL,
         }
     }
 }
@@ -157,23 +157,26 @@ pub fn shader_variants() -> Vec<(Kernel, DType)> {
 }
 
 const MATMUL_F32: &str = include_str!("../../../shaders/matmul.wgsl");
+/// `tile_of`, shared by both tuned matmuls; appended (WGSL allows any declaration order,
+/// and `enable` directives must stay first).
+pub(crate) const MATMUL_TILES: &str = include_str!("../../../shaders/matmul_tiles.wgsl");
 
-/// The tuned matmul is self-contained (no dtype prelude); its tunables are whole `const`
+/// The tuned matmul takes no dtype prelude, only `matmul_tiles.wgsl` appended; its tunables are whole `const`
 /// lines between markers, replaced as text so tile arrays and loops stay constant.
-fn tuned_matmul_source(cfg: TileConfig, dtype: DType) -> String {
+fn tuned_matmul_source(cfg: TileConfig, dtype: DType) -> Result<String> {
     let body = MATMUL_F32;
     let (begin, end) = ("// @tunables-begin\n", "// @tunables-end");
-    let src = match (body.find(begin), body.find(end)) {
-        (Some(b), Some(e)) => format!("{}{}{}{}", &body[..b], begin, cfg.tunables(), &body[e..]),
-        _ => body.to_string(),
+    let (Some(b), Some(e)) = (body.find(begin), body.find(end)) else {
+        return Err(Error::Internal("matmul.wgsl lost its @tunables markers".into()));
     };
-    if dtype == DType::F16 { f16_storage(&src) } else { src }
+    let src = format!("{}{}{}{}{MATMUL_TILES}", &body[..b], begin, cfg.tunables(), &body[e..]);
+    if dtype == DType::F16 { f16_storage(&src) } else { Ok(src) }
 }
 
 /// The f16 variant of the tuned matmul: f16 in the buffers, f32 in workgroup tiles and
 /// accumulators, one rounding at the store. Every global load and store of `matmul.wgsl`
 /// goes through the few lines rewritten here.
-fn f16_storage(src: &str) -> String {
+fn f16_storage(src: &str) -> Result<String> {
     let mut s = format!("enable f16;\n{src}");
     for (from, to) in [
         ("array<vec4<f32>>;", "array<vec4<f16>>;"),
@@ -187,9 +190,13 @@ fn f16_storage(src: &str) -> String {
         ("] = v.z;", "] = f16(v.z);"),
         ("] = v.w;", "] = f16(v.w);"),
     ] {
+        // A rewrite that matches nothing would leave an f32 access in an f16 kernel.
+        if !s.contains(from) {
+            return Err(Error::Internal(format!("f16 matmul rewrite: `{from}` is no longer in matmul.wgsl")));
+        }
         s = s.replace(from, to);
     }
-    s
+    Ok(s)
 }
 
 /// The WGSL source of `kernel` specialised for `dtype`. `Err(Error::Unsupported)` for a
@@ -202,9 +209,15 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
         });
     }
     match kernel {
-        Kernel::Matmul(cfg) => return Ok(tuned_matmul_source(cfg, dtype)),
+        Kernel::Matmul(cfg) => return tuned_matmul_source(cfg, dtype),
         Kernel::MatmulCoop(cfg) => return Ok(super::matmul_coop::source(cfg)),
-        _ => {}
+        Kernel::Fill
+        | Kernel::Elementwise
+        | Kernel::Reduce
+        | Kernel::Copy
+        | Kernel::Index
+        | Kernel::Random
+        | Kernel::MatmulSimple => {}
     }
     let (header, types) = match dtype {
         DType::F32 => {
@@ -223,10 +236,13 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
         DType::Bool => {
             ("alias T = u32;\nalias A = u32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = true;\n", TYPES_BOOL)
         }
-        _ => unreachable!("checked above"),
+        DType::I64 | DType::BF16 | DType::F64 => {
+            return Err(Error::Internal(format!("{dtype} passed the dtype check of {}", kernel.file())));
+        }
     };
     let mut s = String::with_capacity(header.len() + COMMON.len() + types.len() + 8192);
     s.push_str(header);
+    s.push_str(&crate::primitive::wgsl_constants());
     s.push_str(COMMON);
     s.push_str(types);
     s.push_str(kernel.body());

@@ -1,0 +1,141 @@
+//! `Unary`: elementwise ops of one input.
+
+use super::table::op_table;
+use super::{FusionClass, Meta, Rules, arity, no_rule};
+use crate::array::Array;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+op_table! {
+    /// Elementwise ops of one input. The output dtype is the input's, except the
+    /// predicates (`isnan`, `isinf`, `logical_not`), which give bool.
+    pub enum UnaryOp: "UNARY" {
+        /// `-x`; unsigned integers wrap.
+        Neg = 0, "neg", NUM;
+        /// `|x|`.
+        Abs = 1, "abs", SIGNED;
+        /// -1, 0 or 1 (NaN stays NaN).
+        Sign = 2, "sign", NUM;
+        /// `x * x`.
+        Square = 3, "square", NUM;
+        /// Largest integer not above `x`.
+        Floor = 4, "floor", FLOAT;
+        /// Smallest integer not below `x`.
+        Ceil = 5, "ceil", FLOAT;
+        /// Round half to even, as NumPy.
+        Round = 6, "round", FLOAT;
+        /// `e^x`.
+        Exp = 7, "exp", FLOAT;
+        /// `e^x - 1`.
+        Expm1 = 8, "expm1", FLOAT;
+        /// Natural logarithm.
+        Log = 9, "log", FLOAT;
+        /// `ln(1 + x)`.
+        Log1p = 10, "log1p", FLOAT;
+        /// Base-2 logarithm.
+        Log2 = 11, "log2", FLOAT;
+        /// Square root.
+        Sqrt = 12, "sqrt", FLOAT;
+        /// `1 / sqrt(x)`.
+        Rsqrt = 13, "rsqrt", FLOAT;
+        /// `1 / x`.
+        Reciprocal = 14, "reciprocal", FLOAT;
+        /// Sine.
+        Sin = 15, "sin", FLOAT;
+        /// Cosine.
+        Cos = 16, "cos", FLOAT;
+        /// Tangent.
+        Tan = 17, "tan", FLOAT;
+        /// Hyperbolic tangent.
+        Tanh = 18, "tanh", FLOAT;
+        /// Logistic sigmoid.
+        Sigmoid = 19, "sigmoid", FLOAT;
+        /// Gauss error function.
+        Erf = 20, "erf", FLOAT;
+        /// NaN test; output bool.
+        IsNan = 21, "isnan", FLOAT;
+        /// Infinity test; output bool.
+        IsInf = 22, "isinf", FLOAT;
+        /// Logical not of bool.
+        LogicalNot = 23, "logical_not", BOOL;
+        /// Inverse error function: `erf(erfinv(x)) = x` on (-1, 1), ±inf at ±1, NaN outside.
+        Erfinv = 24, "erfinv", FLOAT;
+    }
+}
+
+impl UnaryOp {
+    /// True for ops defined on floats only.
+    pub fn float_only(self) -> bool {
+        self.domain() == super::Domain::FLOAT
+    }
+    /// True for ops whose output is bool.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::LogicalNot)
+    }
+}
+
+/// One input, same shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Unary {
+    /// The op.
+    pub op: UnaryOp,
+}
+
+impl Rules for Unary {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+
+    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+        arity(self.name(), inputs, 1)?;
+        let x = inputs[0];
+        if !self.op.domain().contains(x.dtype) {
+            return Err(Error::dtype(self.name(), x.dtype, format!("defined on {}", self.op.domain().describe())));
+        }
+        let dtype = if self.op.is_predicate() { DType::Bool } else { x.dtype };
+        Ok(vec![Meta::new(x.shape.clone(), dtype)])
+    }
+
+    fn fusion_class(&self) -> FusionClass {
+        FusionClass::Elementwise
+    }
+
+    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
+        Err(no_rule(self.name(), "vjp"))
+    }
+
+    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
+        Err(no_rule(self.name(), "jvp"))
+    }
+
+    /// Ops with an exact or standard formula in simpler primitives (full, add, mul, div,
+    /// exp, log, sqrt, sin, cos, comparisons, select).
+    fn decompose(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
+        use UnaryOp::*;
+        let x = inputs.first()?;
+        let signed = x.dtype() != DType::U32;
+        let one = || crate::full(&[], 1.0, x.dtype());
+        let r = match self.op {
+            // 0 - x wraps for integers; floats multiply by -1 so that -(0.0) is -0.0.
+            Neg if x.dtype().is_float() => x.mul(-1),
+            Neg => crate::full(&[], 0.0, x.dtype()).and_then(|z| z.sub(x)),
+            Square => x.mul(x),
+            Abs => (|| crate::where_(&x.lt(0)?, x.mul(-1)?, x))(),
+            Sign if signed => (|| crate::where_(&x.gt(0)?, 1, &crate::where_(&x.lt(0)?, -1, x)?))(),
+            Sign => x.gt(0).and_then(|pos| crate::where_(&pos, 1, x)),
+            Expm1 => x.exp().and_then(|e| e.add(-1.0)),
+            Log1p => x.add(1.0).and_then(|y| y.log()),
+            Log2 => x.log().and_then(|y| y.mul(std::f64::consts::LOG2_E)),
+            Rsqrt => x.sqrt().and_then(|y| y.reciprocal()),
+            Reciprocal => one().and_then(|o| o.div(x)),
+            Tan => (|| x.sin()?.div(&x.cos()?))(),
+            // 1 - 2 / (e^2x + 1): exact limits ±1 where e^2x overflows or vanishes.
+            Tanh => (|| one()?.sub(&x.mul(2.0)?.exp()?.add(1.0)?.reciprocal()?.mul(2.0)?))(),
+            Sigmoid => (|| x.mul(-1.0)?.exp()?.add(1.0)?.reciprocal())(),
+            Floor | Ceil | Round | Exp | Log | Sqrt | Sin | Cos | Erf | Erfinv | IsNan | IsInf | LogicalNot => {
+                return None;
+            }
+        };
+        Some(r.map(|a| vec![a]))
+    }
+}
