@@ -62,21 +62,22 @@ fn f32_truthy(x: f32) -> bool {
     return !(x == 0.0);
 }
 
-// Kernel parameters: a small u32 array, fresh per dispatch.
-@group(0) @binding(0) var<storage, read> P: array<u32>;
+// Kernel parameters are one struct per family (binding 0, `P`), generated from
+// src/backend/gpu/params.rs and appended to every shader.
 
-// Shapes and strides (rank <= 8) of the strided kernels live in P: the output shape at
-// `shape_at`, an input's strides (i32 bits, in elements) at `strides_at`.
-const MAX_RANK: u32 = 8u;
-
-fn strided_offset(flat: u32, rank: u32, shape_at: u32, strides_at: u32) -> i32 {
+// Strided kernels take rank <= MAX_RANK (generated): the element offset of flat index
+// `flat` of `shape` walked with `strides` (in elements, 0 on broadcast axes).
+fn strided_offset(flat: u32, rank: u32, shape_in: array<u32, MAX_RANK>, strides_in: array<i32, MAX_RANK>) -> i32 {
+    // Locals, so the loop indexes memory rather than values.
+    var shape = shape_in;
+    var strides = strides_in;
     var rem = flat;
     var off = 0i;
     for (var k = i32(rank) - 1; k >= 0; k--) {
-        let d = P[shape_at + u32(k)];
+        let d = shape[k];
         let i = rem % d;
         rem = rem / d;
-        off += i32(i) * bitcast<i32>(P[strides_at + u32(k)]);
+        off += i32(i) * strides[k];
     }
     return off;
 }

@@ -1,12 +1,11 @@
 // ---- elementwise.wgsl: unary, binary, comparisons, select, astype ----
-// P: [0] n, [1] rank, [2] flags (bit k: input k has the output's shape, read it flat),
-//    [3] unused, [4..12] output shape, [12..20] [20..28] [28..36] strides of inputs 0, 1, 2
-//    (broadcast strides: 0 on broadcast axes).
+// P: EwParams (src/backend/gpu/params.rs).
 // OP: a UNARY_* / BINARY_* code; IN_KIND (astype): the source's DTYPE_* code (f16 is
 // packed two per word). Both are generated constants (src/primitive/table.rs).
 override OP: u32 = 0u;
 override IN_KIND: u32 = DTYPE_FLOAT32;
 
+@group(0) @binding(0) var<storage, read> P: EwParams;
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(2) var<storage, read> Y: array<T>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;
@@ -15,17 +14,17 @@ override IN_KIND: u32 = DTYPE_FLOAT32;
 @group(0) @binding(6) var<storage, read> SRC: array<u32>;
 
 fn input_index(i: u32, k: u32) -> u32 {
-    if (P[2] & (1u << k)) != 0u {
+    if (P.flat & (1u << k)) != 0u {
         return i;
     }
-    return u32(strided_offset(i, P[1], 4u, 12u + 8u * k));
+    return u32(strided_offset(i, P.rank, P.shape, P.strides[k]));
 }
 
 @compute @workgroup_size(256)
 fn unary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
          @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     OUT[i] = unary_t(OP, X[i]);
 }
 
@@ -33,7 +32,7 @@ fn unary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: ve
 fn unary_pred(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     OUT_B[i] = unary_pred_t(OP, X[i]);
 }
 
@@ -41,7 +40,7 @@ fn unary_pred(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 fn binary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     OUT[i] = binary_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]);
 }
 
@@ -49,7 +48,7 @@ fn binary(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 fn compare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     OUT_B[i] = compare_t(OP, X[input_index(i, 0u)], Y[input_index(i, 1u)]);
 }
 
@@ -58,7 +57,7 @@ fn compare(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 fn select_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     let c = COND[input_index(i, 0u)] != 0u;
     OUT[i] = select(Y[input_index(i, 2u)], X[input_index(i, 1u)], c);
 }
@@ -67,7 +66,7 @@ fn select_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 fn astype(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     switch IN_KIND {
         case DTYPE_BOOL: { OUT[i] = t_from_bool(SRC[i] != 0u); }
         case DTYPE_UINT32: { OUT[i] = t_from_u32(SRC[i]); }

@@ -5,6 +5,7 @@ override SIGNED: bool = true;
 // Scatter mode: a SCATTER_* code.
 override MODE: u32 = SCATTER_ASSIGN;
 
+@group(0) @binding(0) var<storage, read> P: IndexParams;
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(2) var<storage, read> IDX: array<u32>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;
@@ -24,15 +25,15 @@ fn position(raw: u32, size: u32) -> i32 {
 }
 
 // out[o, a, in] = X[o, clamp(IDX[o, a, in]), in]; output shaped like the indices.
-// P: [0] n, [1] idx_len * inner, [2] inner, [3] src_len.
+// P: n, len = idx_len * inner, inner, axis_len = src_len.
 @compute @workgroup_size(256)
 fn gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
     let j = flat_id(wid, nwg, lid);
-    if j >= P[0] { return; }
-    let inner = P[2];
-    let src_len = P[3];
-    let outer = j / P[1];
+    if j >= P.n { return; }
+    let inner = P.inner;
+    let src_len = P.axis_len;
+    let outer = j / P.len;
     let k = u32(clamp(position(IDX[j], src_len), 0, i32(src_len) - 1));
     OUT[j] = X[(outer * src_len + k) * inner + j % inner];
 }
@@ -40,15 +41,15 @@ fn gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // One thread per destination column (outer, inner) walks the updates along the axis in
 // order, so repeated indices accumulate without atomics, deterministically, and the
 // last assignment wins, as in a sequential loop.
-// OUT holds a copy of dst already. P: [0] outer * inner, [1] upd_len, [2] inner, [3] dst_len.
+// OUT holds a copy of dst already. P: n = outer * inner, len = upd_len, inner, axis_len = dst_len.
 @compute @workgroup_size(256)
 fn scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
     let c = flat_id(wid, nwg, lid);
-    if c >= P[0] { return; }
-    let upd_len = P[1];
-    let inner = P[2];
-    let dst_len = P[3];
+    if c >= P.n { return; }
+    let upd_len = P.len;
+    let inner = P.inner;
+    let dst_len = P.axis_len;
     let o = c / inner;
     let r = c % inner;
     for (var a = 0u; a < upd_len; a++) {

@@ -73,17 +73,12 @@ const EB: bool = LB * NT == VB;
 const SA: u32 = BK * BM4;        // vec4 slots of one A stage in workgroup memory
 const SB: u32 = BK * BN4;
 
-struct Params {
-    M: u32, N: u32, K: u32, batch: u32,
-    lda: u32, ldb: u32, ldc: u32, flags: u32,
-    a_off: u32, b_off: u32, c_off: u32, _pad0: u32,
-    a_bstride: u32, b_bstride: u32, c_bstride: u32, _pad1: u32,
-}
+// P: MatmulParams, generated from src/backend/gpu/params.rs and appended by the host.
 
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> C: array<vec4<f32>>;
-@group(0) @binding(0) var<storage, read> P: Params;
+@group(0) @binding(0) var<storage, read> P: MatmulParams;
 
 // As[stage][k][m] (m packed by 4), Bs[stage][k][n] (n packed by 4)
 var<workgroup> As: array<vec4<f32>, 2u * SA>;

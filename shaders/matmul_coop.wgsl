@@ -50,14 +50,9 @@ const TB: u32 = 4352u;
 const BM: u32 = WGM * FM * 16u;
 const BN: u32 = WGN * FN * 16u;
 
-struct Params {
-    M: u32, N: u32, K: u32, batch: u32,
-    lda: u32, ldb: u32, ldc: u32, flags: u32,
-    a_off: u32, b_off: u32, c_off: u32, _pad0: u32,
-    a_bstride: u32, b_bstride: u32, c_bstride: u32, _pad1: u32,
-}
+// P: MatmulParams, generated from src/backend/gpu/params.rs and appended by the host.
 
-@group(0) @binding(0) var<storage, read> P: Params;
+@group(0) @binding(0) var<storage, read> P: MatmulParams;
 @group(0) @binding(1) var<storage, read> gA: array<vec4<f16>>;
 @group(0) @binding(2) var<storage, read> gB: array<vec4<f16>>;
 @group(0) @binding(3) var<storage, read_write> gC: array<vec4<f16>>;

@@ -2,14 +2,12 @@
 // C[b] = A[b] @ B[b] with A [.., M, K], B [.., K, N] contiguous (or stored transposed,
 // [.., K, M] / [.., N, K], per the flags); batch dims broadcast via per-batch offsets
 // computed from the output batch index with batch strides (0 = broadcast).
-// P: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
-//    [5] flags: bit 0 = A stored transposed, bit 1 = B stored transposed,
-//    [8..16] output batch shape, [16..24] A batch strides, [24..32] B batch strides
-//    (i32 bits, in elements).
+// P: SimpleMatmulParams (src/backend/gpu/params.rs).
 // Grid: x over N / 16, y over M / 16, z over batches (at most the per-dimension limit per
 // dispatch; larger batches take several dispatches).
 const TILE: u32 = 16u;
 
+@group(0) @binding(0) var<storage, read> P: SimpleMatmulParams;
 @group(0) @binding(1) var<storage, read> MA: array<T>;
 @group(0) @binding(2) var<storage, read> MB: array<T>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;
@@ -19,14 +17,14 @@ var<workgroup> TB: array<array<f32, 16>, 16>;
 
 @compute @workgroup_size(16, 16)
 fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let m_dim = P[0];
-    let n_dim = P[1];
-    let k_dim = P[2];
-    let trans_a = (P[5] & 1u) != 0u;
-    let trans_b = (P[5] & 2u) != 0u;
-    let batch = P[4] + wid.z;
-    let a_base = u32(strided_offset(batch, P[3], 8u, 16u));
-    let b_base = u32(strided_offset(batch, P[3], 8u, 24u));
+    let m_dim = P.m;
+    let n_dim = P.n;
+    let k_dim = P.k;
+    let trans_a = (P.flags & 1u) != 0u;
+    let trans_b = (P.flags & 2u) != 0u;
+    let batch = P.first + wid.z;
+    let a_base = u32(strided_offset(batch, P.rank, P.batch_shape, P.a_strides));
+    let b_base = u32(strided_offset(batch, P.rank, P.batch_shape, P.b_strides));
     let row = wid.y * TILE + lid.y;
     let col = wid.x * TILE + lid.x;
     var acc = 0.0;

@@ -1,6 +1,7 @@
 // ---- random.wgsl: counter-based random bits, Threefry-2x32 with 20 rounds ----
 // out[i] = threefry2x32_20((k0, k1), (i, i >> 32)).0 (Random123 / JAX). Flat indices on
 // the GPU fit in 32 bits, so the high counter word is 0.
+@group(0) @binding(0) var<storage, read> P: RandomParams;
 @group(0) @binding(1) var<storage, read> KEY: array<u32>;
 @group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
 
@@ -26,11 +27,10 @@ fn threefry2x32_20(k0: u32, k1: u32, c0: u32, c1: u32) -> u32 {
     return x0;
 }
 
-// P: [0] n.
 @compute @workgroup_size(256)
 fn random_bits(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
+    if i >= P.n { return; }
     OUT_B[i] = threefry2x32_20(KEY[0], KEY[1], i, 0u);
 }

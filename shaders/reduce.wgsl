@@ -1,21 +1,23 @@
 // ---- reduce.wgsl: reductions, arg-reductions, scans ----
 // The input is viewed as [outer, len, inner]; the op runs along `len`.
 // ROP: a REDUCE_* code (scans combine with one too), or an ARG_* code for arg-reductions.
+// P: ReduceParams (src/backend/gpu/params.rs): n lines or rows, len, inner; reduce_rows
+// also segment and segments, scan also reverse.
 override ROP: u32 = REDUCE_SUM;
 
+@group(0) @binding(0) var<storage, read> P: ReduceParams;
 @group(0) @binding(1) var<storage, read> X: array<T>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;
 @group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
 
 // One thread per output (outer, inner); neighbours read neighbouring columns.
-// P: [0] outer * inner, [1] len, [2] inner.
 @compute @workgroup_size(256)
 fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
-    let len = P[1];
-    let inner = P[2];
+    if i >= P.n { return; }
+    let len = P.len;
+    let inner = P.inner;
     let base = (i / inner) * len * inner + i % inner;
     var acc = acc_identity(ROP);
     for (var a = 0u; a < len; a++) {
@@ -29,19 +31,18 @@ var<workgroup> PART: array<A, 256>;
 // One workgroup per segment of a contiguous row (inner == 1), for long rows; output
 // [rows, segments] (the caller reduces the segments in a second pass when there are
 // several). Segments keep each thread's loop short.
-// P: [0] rows * segments, [1] len, [2] segment length, [3] segments.
 @compute @workgroup_size(256)
 fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
     let row = wid.y * nwg.x + wid.x;
     // Every thread of the group reaches the barriers, so bound the row check, not the loop.
-    let live = row < P[0];
-    let len = P[1];
+    let live = row < P.n;
+    let len = P.len;
     var acc = acc_identity(ROP);
     if live {
-        let r = row / P[3];
-        let start = (row % P[3]) * P[2];
-        let end = min(len, start + P[2]);
+        let r = row / P.segments;
+        let start = (row % P.segments) * P.segment;
+        let end = min(len, start + P.segment);
         let base = r * len;
         for (var a = start + lid; a < end; a += WG) {
             acc = acc_op(ROP, acc, to_acc(X[base + a]));
@@ -61,14 +62,13 @@ fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 }
 
 // Index of the extremum along len, one thread per (outer, inner). Ties keep the first.
-// P: [0] outer * inner, [1] len, [2] inner.
 @compute @workgroup_size(256)
 fn argreduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
-    let len = P[1];
-    let inner = P[2];
+    if i >= P.n { return; }
+    let len = P.len;
+    let inner = P.inner;
     let base = (i / inner) * len * inner + i % inner;
     var best = X[base];
     var idx = 0u;
@@ -84,19 +84,18 @@ fn argreduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 
 // Inclusive scan, one thread per line (outer, inner); the running value is kept in A
 // (f32 for f16) and rounded to T only when stored.
-// P: [0] outer * inner, [1] len, [2] inner, [3] reverse.
 @compute @workgroup_size(256)
 fn scan(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let i = flat_id(wid, nwg, lid);
-    if i >= P[0] { return; }
-    let len = P[1];
-    let inner = P[2];
+    if i >= P.n { return; }
+    let len = P.len;
+    let inner = P.inner;
     let base = (i / inner) * len * inner + i % inner;
     var acc = acc_identity(ROP);
     for (var a = 0u; a < len; a++) {
         var k = a;
-        if P[3] != 0u { k = len - 1u - a; }
+        if P.reverse != 0u { k = len - 1u - a; }
         let at = base + k * inner;
         if a == 0u {
             acc = to_acc(X[at]);

@@ -121,16 +121,10 @@ impl Error {
     /// [`Error::Eval`]: the evaluation of `op` failed because of `cause`. A cause that is
     /// itself an `Eval` is passed on unchanged, so chains do not nest.
     pub fn eval(op: &'static str, cause: Error) -> Self {
-        match cause {
-            e @ Error::Eval { .. } => e,
-            other => Error::Eval { op, cause: Arc::new(other) },
-        }
+        if let Error::Eval { .. } = cause { cause } else { Error::Eval { op, cause: Arc::new(cause) } }
     }
     /// The error at the root of an [`Error::Eval`] chain (itself for other variants).
     pub fn root_cause(&self) -> &Error {
-        match self {
-            Error::Eval { cause, .. } => cause.root_cause(),
-            other => other,
-        }
+        if let Error::Eval { cause, .. } = self { cause.root_cause() } else { self }
     }
 }

@@ -131,8 +131,9 @@ fn run_node(node: &Node) -> Result<()> {
         let mut st = node.lock();
         match std::mem::replace(&mut *st, State::Running) {
             State::Pending { op, inputs } => (op, inputs),
-            other => {
-                *st = other;
+            // Run already (or running elsewhere): put the state back.
+            done @ (State::Running | State::Ready { .. } | State::Failed(_)) => {
+                *st = done;
                 return Ok(());
             }
         }

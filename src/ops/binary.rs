@@ -105,7 +105,7 @@ impl Operand {
         match kind {
             ScalarKind::Float if !d.is_float() => DType::F32,
             ScalarKind::Int if d == DType::Bool => DType::I32,
-            _ => d,
+            ScalarKind::Float | ScalarKind::Int | ScalarKind::Bool => d,
         }
     }
 
@@ -137,7 +137,7 @@ pub(crate) fn check_fits(op: &'static str, value: f64, dtype: DType) -> Result<(
         DType::I32 => (i32::MIN as f64, i32::MAX as f64),
         // i64::MAX as f64 is 2^63, itself out of range.
         DType::I64 => (i64::MIN as f64, 9.223_372_036_854_775e18),
-        _ => return Ok(()),
+        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return Ok(()),
     };
     let t = value.trunc();
     if !value.is_finite() || t < lo || t > hi {

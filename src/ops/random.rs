@@ -95,7 +95,8 @@ fn largest_below(x: f64, dtype: DType) -> f64 {
             let y = if y.to_f64() >= x { bf16::from_bits(down16(y.to_bits())) } else { y };
             y.to_f64()
         }
-        _ => {
+        // Only float dtypes are sampled; integers take the f32 answer, unused.
+        DType::F32 | DType::Bool | DType::U32 | DType::I32 | DType::I64 => {
             let y = x as f32;
             let y = if y as f64 >= x { y.next_down() } else { y };
             y as f64
@@ -191,10 +192,8 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
     if low == 0 {
         return Ok(r);
     }
-    let low_arr = match dtype {
-        DType::I64 => Array::scalar(low)?,
-        _ => scalar(low as f64, dtype)?,
-    };
+    // An i64 scalar keeps every bit of `low`; the others hold it exactly in f64.
+    let low_arr = if dtype == DType::I64 { Array::scalar(low)? } else { scalar(low as f64, dtype)? };
     binary(BinaryOp::Add, &r, &low_arr)
 }
 

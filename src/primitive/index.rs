@@ -19,7 +19,9 @@ op_table! {
 fn index_dtype(op: &'static str, d: DType) -> Result<()> {
     match d {
         DType::I32 | DType::U32 => Ok(()),
-        other => Err(Error::dtype(op, other, "indices must be int32 or uint32")),
+        DType::Bool | DType::I64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            Err(Error::dtype(op, d, "indices must be int32 or uint32"))
+        }
     }
 }
 

@@ -82,8 +82,11 @@ impl Drop for GpuBuffer {
 /// Bytes one element takes on the device.
 pub(crate) fn device_elem_size(dtype: DType) -> u64 {
     match dtype {
+        // Bool is a u32 word on the device (WGSL has no byte storage).
         DType::Bool => 4,
-        other => other.size() as u64,
+        DType::U32 | DType::I32 | DType::I64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            dtype.size() as u64
+        }
     }
 }
 

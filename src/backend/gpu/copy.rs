@@ -3,6 +3,7 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
 use super::encoder::dispatch_1d;
+use super::params::CopyParams;
 use super::pipeline::{check_rank, pipeline};
 use super::shader::Kernel;
 use super::{i32_param, u32_param};
@@ -23,13 +24,15 @@ pub(crate) fn as_strided(
     let n = numel(shape);
     let (mshape, mstrides) = merge_axes(shape, &[strides.to_vec()]);
     check_rank("as_strided", mshape.len())?;
-    let mut w = vec![0u32; 20];
-    w[0] = u32_param("as_strided", n)?;
-    w[1] = mshape.len() as u32;
-    w[3] = i32_param("as_strided", offset as isize)?;
+    let mut w = CopyParams {
+        n: u32_param("as_strided", n)?,
+        rank: mshape.len() as u32,
+        offset: i32_param("as_strided", offset as isize)?,
+        ..Default::default()
+    };
     for (i, &d) in mshape.iter().enumerate() {
-        w[4 + i] = u32_param("as_strided", d)?;
-        w[12 + i] = i32_param("as_strided", mstrides[0][i])?;
+        w.shape[i] = u32_param("as_strided", d)?;
+        w.strides[i] = i32_param("as_strided", mstrides[0][i])?;
     }
     let p = pipeline(ctx, Kernel::Copy, x.dtype, "strided", &[])?;
     let out = alloc(s, x.dtype, n)?;
@@ -54,13 +57,13 @@ pub(crate) fn concatenate(
         let n = numel(shape);
         let len = shape[axis];
         if n > 0 {
-            let w = [
-                u32_param("concatenate", n)?,
-                u32_param("concatenate", len * inner)?,
-                u32_param("concatenate", inner)?,
-                u32_param("concatenate", out_len * inner)?,
-                u32_param("concatenate", at * inner)?,
-            ];
+            let w = CopyParams {
+                n: u32_param("concatenate", n)?,
+                block: u32_param("concatenate", len * inner)?,
+                out_block: u32_param("concatenate", out_len * inner)?,
+                start: u32_param("concatenate", at * inner)?,
+                ..Default::default()
+            };
             dispatch_1d(ctx, &p, &w, &[(1, x), (3, &o)], n)?;
         }
         at += len;

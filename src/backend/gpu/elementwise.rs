@@ -3,7 +3,8 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
 use super::encoder::dispatch_1d;
-use super::pipeline::{MAX_RANK, check_rank, pipeline};
+use super::params::EwParams;
+use super::pipeline::{check_rank, pipeline};
 use super::shader::Kernel;
 use super::{i32_param, u32_param};
 use crate::dtype::DType;
@@ -21,31 +22,30 @@ pub(crate) fn unary(s: &Stream, op: UnaryOp, x: &GpuBuffer, out_dtype: DType, n:
     let slot = if entry == "unary" { 3 } else { 4 };
     let p = pipeline(ctx, Kernel::Elementwise, x.dtype, entry, &[("OP", code)])?;
     let out = alloc(s, out_dtype, n)?;
-    dispatch_1d(ctx, &p, &[u32_param("unary", n)?], &[(1, x), (slot, &out)], n)?;
+    let w = EwParams { n: u32_param("unary", n)?, ..Default::default() };
+    dispatch_1d(ctx, &p, &w, &[(1, x), (slot, &out)], n)?;
     Ok(out)
 }
 
-/// Parameters of the broadcasting kernels: n, rank, flags, 0, shape[8], strides[3][8].
-fn broadcast_params(op: &str, out_shape: &[usize], in_shapes: &[&[usize]]) -> Result<Vec<u32>> {
+/// Parameters of the broadcasting kernels: the merged output shape and each input's
+/// broadcast strides; inputs of the output's size are read flat.
+fn broadcast_params(op: &str, out_shape: &[usize], in_shapes: &[&[usize]]) -> Result<EwParams> {
     let n = crate::shape::numel(out_shape);
     let strides: Vec<Vec<isize>> = in_shapes.iter().map(|s| broadcast_strides(s, out_shape)).collect();
     let (shape, strides) = merge_axes(out_shape, &strides);
     check_rank(op, shape.len())?;
-    let mut w = vec![0u32; 36];
-    w[0] = u32_param(op, n)?;
-    w[1] = shape.len() as u32;
+    let mut w = EwParams { n: u32_param(op, n)?, rank: shape.len() as u32, ..Default::default() };
     for (k, s) in in_shapes.iter().enumerate() {
         if *s == out_shape || crate::shape::numel(s) == n {
-            w[2] |= 1 << k;
+            w.flat |= 1 << k;
         }
     }
     for (i, &d) in shape.iter().enumerate() {
-        w[4 + i] = u32_param(op, d)?;
+        w.shape[i] = u32_param(op, d)?;
         for (k, st) in strides.iter().enumerate() {
-            w[12 + 8 * k + i] = i32_param(op, st[i])?;
+            w.strides[k][i] = i32_param(op, st[i])?;
         }
     }
-    debug_assert!(shape.len() <= MAX_RANK);
     Ok(w)
 }
 
@@ -82,6 +82,7 @@ pub(crate) fn astype(s: &Stream, x: &GpuBuffer, to: DType, n: usize) -> Result<G
     let ctx = context()?;
     let p = pipeline(ctx, Kernel::Elementwise, to, "astype", &[("IN_KIND", x.dtype.code())])?;
     let o = alloc(s, to, n)?;
-    dispatch_1d(ctx, &p, &[u32_param("astype", n)?], &[(6, x), (3, &o)], n)?;
+    let w = EwParams { n: u32_param("astype", n)?, ..Default::default() };
+    dispatch_1d(ctx, &p, &w, &[(6, x), (3, &o)], n)?;
     Ok(o)
 }

@@ -7,8 +7,9 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::buffer::{GpuBuffer, params};
+use super::buffer::{GpuBuffer, params as upload_params};
 use super::context::{Context, context};
+use super::params::{Params, words};
 use crate::error::{Error, Result};
 
 const MAX_PER_SUBMIT: usize = 64;
@@ -134,17 +135,17 @@ pub(crate) fn synchronize() -> Result<()> {
 }
 
 /// One kernel launch: the pipeline, its parameters (binding 0) and buffers by binding.
-pub(crate) fn dispatch(
+pub(crate) fn dispatch<P: Params>(
     ctx: &Context,
     pipeline: &wgpu::ComputePipeline,
-    words: &[u32],
+    params: &P,
     buffers: &[(u32, &GpuBuffer)],
     groups: [u32; 3],
 ) -> Result<()> {
     if groups.contains(&0) {
         return Ok(());
     }
-    let p = ctx.scoped("params", || params(ctx, words))?;
+    let p = ctx.scoped("params", || upload_params(ctx, words(params)))?;
     let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: p.as_entire_binding() }];
     entries.extend(buffers.iter().map(|(slot, b)| wgpu::BindGroupEntry { binding: *slot, resource: b.binding() }));
     let layout = pipeline.get_bind_group_layout(0);
@@ -175,17 +176,17 @@ pub(crate) fn grid(ctx: &Context, threads: usize) -> Result<[u32; 3]> {
 }
 
 /// A 1-D launch over `threads` threads.
-pub(crate) fn dispatch_1d(
+pub(crate) fn dispatch_1d<P: Params>(
     ctx: &Context,
     pipeline: &wgpu::ComputePipeline,
-    words: &[u32],
+    params: &P,
     buffers: &[(u32, &GpuBuffer)],
     threads: usize,
 ) -> Result<()> {
     if threads == 0 {
         return Ok(());
     }
-    dispatch(ctx, pipeline, words, buffers, grid(ctx, threads)?)
+    dispatch(ctx, pipeline, params, buffers, grid(ctx, threads)?)
 }
 
 /// Copies `bytes` (rounded up to 4) from one buffer to another, in queue order.

@@ -3,6 +3,7 @@
 use super::buffer::{GpuBuffer, alloc, device_elem_size};
 use super::context::context;
 use super::encoder::dispatch_1d;
+use super::params::FillParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
@@ -29,7 +30,8 @@ pub(crate) fn full(stream: &Stream, dtype: DType, n: usize, value: f64) -> Resul
     let out = alloc(stream, dtype, n)?;
     let words = (n as u64 * device_elem_size(dtype)).div_ceil(4) as usize;
     let p = pipeline(ctx, Kernel::Fill, dtype, "fill", &[])?;
-    dispatch_1d(ctx, &p, &[u32_param("full", words)?, pattern], &[(4, &out)], words)?;
+    let w = FillParams { n: u32_param("full", words)?, word: pattern, ..Default::default() };
+    dispatch_1d(ctx, &p, &w, &[(4, &out)], words)?;
     Ok(out)
 }
 
@@ -54,8 +56,9 @@ pub(crate) fn arange(stream: &Stream, dtype: DType, n: usize, start: f64, step: 
     }
     let out = alloc(stream, dtype, n)?;
     // Wrapping mod 2^32 is exact for every representable value.
-    let words = [u32_param("arange", n)?, (start as i64) as u32, (step as i64) as u32];
+    let w =
+        FillParams { n: u32_param("arange", n)?, word: 0, start: (start as i64) as i32, step: (step as i64) as i32 };
     let p = pipeline(ctx, Kernel::Fill, dtype, "arange", &[])?;
-    dispatch_1d(ctx, &p, &words, &[(3, &out)], n)?;
+    dispatch_1d(ctx, &p, &w, &[(3, &out)], n)?;
     Ok(out)
 }

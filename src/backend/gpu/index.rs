@@ -3,6 +3,7 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
 use super::encoder::{copy, dispatch_1d};
+use super::params::IndexParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
@@ -33,12 +34,12 @@ pub(crate) fn gather(
     let signed = (idx.dtype == DType::I32) as u32;
     let p = pipeline(ctx, Kernel::Index, src.dtype, "gather", &[("SIGNED", signed)])?;
     let o = alloc(s, out.dtype, n)?;
-    let w = [
-        u32_param("gather", n)?,
-        u32_param("gather", idx_len * inner)?,
-        u32_param("gather", inner)?,
-        u32_param("gather", src_len)?,
-    ];
+    let w = IndexParams {
+        n: u32_param("gather", n)?,
+        len: u32_param("gather", idx_len * inner)?,
+        inner: u32_param("gather", inner)?,
+        axis_len: u32_param("gather", src_len)?,
+    };
     dispatch_1d(ctx, &p, &w, &[(1, src), (2, idx), (3, &o)], n)?;
     Ok(o)
 }
@@ -64,12 +65,12 @@ pub(crate) fn scatter(
     }
     let signed = (idx.dtype == DType::I32) as u32;
     let p = pipeline(ctx, Kernel::Index, dst.dtype, "scatter", &[("SIGNED", signed), ("MODE", mode.code())])?;
-    let w = [
-        u32_param("scatter", columns)?,
-        u32_param("scatter", upd_len)?,
-        u32_param("scatter", inner)?,
-        u32_param("scatter", dst_len)?,
-    ];
+    let w = IndexParams {
+        n: u32_param("scatter", columns)?,
+        len: u32_param("scatter", upd_len)?,
+        inner: u32_param("scatter", inner)?,
+        axis_len: u32_param("scatter", dst_len)?,
+    };
     dispatch_1d(ctx, &p, &w, &[(2, idx), (5, upd), (3, &o)], columns)?;
     Ok(o)
 }

@@ -10,6 +10,7 @@ use super::context::Context;
 use super::context::context;
 use super::encoder::dispatch;
 use super::matmul_coop;
+use super::params::{MatmulParams, SimpleMatmulParams};
 use super::pipeline::{check_rank, pipeline};
 use super::shader::{Kernel, TileConfig};
 use super::{i32_param, u32_param};
@@ -34,17 +35,19 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Resul
         return tuned(ctx, s, ins, dtype, plan, (a_bs, b_bs));
     }
     check_rank("matmul", bshape.len())?;
-    let mut w = vec![0u32; 32];
-    w[0] = u32_param("matmul", m)?;
-    w[1] = u32_param("matmul", n)?;
-    w[2] = u32_param("matmul", k)?;
-    w[3] = bshape.len() as u32;
-    w[5] = ta as u32 | (tb as u32) << 1;
+    let mut w = SimpleMatmulParams {
+        m: u32_param("matmul", m)?,
+        n: u32_param("matmul", n)?,
+        k: u32_param("matmul", k)?,
+        rank: bshape.len() as u32,
+        flags: ta as u32 | (tb as u32) << 1,
+        ..Default::default()
+    };
     u32_param("matmul", batches * m * n)?;
     for (i, &d) in bshape.iter().enumerate() {
-        w[8 + i] = u32_param("matmul", d)?;
-        w[16 + i] = i32_param("matmul", bstrides[0][i])?;
-        w[24 + i] = i32_param("matmul", bstrides[1][i])?;
+        w.batch_shape[i] = u32_param("matmul", d)?;
+        w.a_strides[i] = i32_param("matmul", bstrides[0][i])?;
+        w.b_strides[i] = i32_param("matmul", bstrides[1][i])?;
     }
     let p = pipeline(ctx, Kernel::MatmulSimple, dtype, "matmul", &[])?;
     let o = alloc(s, dtype, batches * m * n)?;
@@ -56,7 +59,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Resul
     let mut first = 0usize;
     while first < batches {
         let count = (batches - first).min(max);
-        w[4] = first as u32;
+        w.first = first as u32;
         dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;
     }
@@ -98,9 +101,19 @@ fn tuned(
     let u = |v: usize| u32_param("matmul", v);
     // Row strides of the stored operands: A is K x M when transposed, B is N x K.
     let (lda, ldb) = (plan.lda, plan.ldb);
-    let mut w = [0u32; 16];
-    w[..8].copy_from_slice(&[u(m)?, u(n)?, u(k)?, 0, u(lda)?, u(ldb)?, u(n)?, ta as u32 | (tb as u32) << 1]);
-    w[12..15].copy_from_slice(&[u(a_bs)?, u(b_bs)?, u(m * n)?]);
+    let mut w = MatmulParams {
+        M: u(m)?,
+        N: u(n)?,
+        K: u(k)?,
+        lda: u(lda)?,
+        ldb: u(ldb)?,
+        ldc: u(n)?,
+        flags: ta as u32 | (tb as u32) << 1,
+        a_bstride: u(a_bs)?,
+        b_bstride: u(b_bs)?,
+        c_bstride: u(m * n)?,
+        ..Default::default()
+    };
     u(batches * m * n.max(k))?;
     if matmul_coop::eligible(ctx, dtype, n, (lda, ldb), (a_bs, b_bs))
         && let Some(o) = matmul_coop::launch(ctx, s, ins, (m, n), batches, (a_bs, b_bs), w)?
@@ -121,10 +134,10 @@ fn tuned(
     let mut first = 0usize;
     while first < batches {
         let count = (batches - first).min(max);
-        w[3] = count as u32;
-        w[8] = u(first * a_bs)?;
-        w[9] = u(first * b_bs)?;
-        w[10] = u(first * m * n)?;
+        w.batch = count as u32;
+        w.a_off = u(first * a_bs)?;
+        w.b_off = u(first * b_bs)?;
+        w.c_off = u(first * m * n)?;
         dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;
     }

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::buffer::{GpuBuffer, alloc};
 use super::context::Context;
 use super::encoder::dispatch;
+use super::params::MatmulParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use crate::dtype::DType;
@@ -382,9 +383,9 @@ pub(super) fn launch(
     (m, n): (usize, usize),
     batches: usize,
     (a_bs, b_bs): (usize, usize),
-    mut w: [u32; 16],
+    mut w: MatmulParams,
 ) -> Result<Option<GpuBuffer>> {
-    let (trans_a, trans_b) = (w[7] & 1 != 0, w[7] & 2 != 0);
+    let (trans_a, trans_b) = (w.flags & 1 != 0, w.flags & 2 != 0);
     let Some(cfg) = pick(ctx, trans_a, trans_b) else { return Ok(None) };
     let (gx, gy) = (n.div_ceil(cfg.bn() as usize), m.div_ceil(cfg.bm() as usize));
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
@@ -396,10 +397,10 @@ pub(super) fn launch(
     let mut first = 0usize;
     while first < batches {
         let count = (batches - first).min(max);
-        w[3] = count as u32;
-        w[8] = super::u32_param("matmul", first * a_bs)?;
-        w[9] = super::u32_param("matmul", first * b_bs)?;
-        w[10] = super::u32_param("matmul", first * m * n)?;
+        w.batch = count as u32;
+        w.a_off = super::u32_param("matmul", first * a_bs)?;
+        w.b_off = super::u32_param("matmul", first * b_bs)?;
+        w.c_off = super::u32_param("matmul", first * m * n)?;
         dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;
     }

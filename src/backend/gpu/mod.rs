@@ -37,6 +37,7 @@ mod index;
 mod kernels;
 mod matmul;
 mod matmul_coop;
+mod params;
 mod pipeline;
 mod random;
 mod readback;
@@ -200,9 +201,7 @@ pub(crate) fn u32_param(what: &str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))
 }
 
-/// An `i32` parameter (as its bits), or an `Err` if the value does not fit.
-pub(crate) fn i32_param(what: &str, v: isize) -> Result<u32> {
-    i32::try_from(v)
-        .map(|x| x as u32)
-        .map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))
+/// An `i32` parameter, or an `Err` if the value does not fit.
+pub(crate) fn i32_param(what: &str, v: isize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| unsupported(format!("{what}: {v} exceeds the GPU kernels' 32-bit indexing")))
 }

@@ -103,4 +103,4 @@ pub(crate) fn check_rank(op: &str, rank: usize) -> Result<()> {
 }
 
 /// Highest rank the strided kernels take (shapes/strides travel in fixed slots).
-pub(crate) const MAX_RANK: usize = 8;
+pub(crate) use super::params::MAX_RANK;

@@ -4,6 +4,7 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
 use super::encoder::dispatch_1d;
+use super::params::RandomParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
@@ -16,6 +17,7 @@ pub(crate) fn random_bits(s: &Stream, key: &GpuBuffer, n: usize) -> Result<GpuBu
     let ctx = context()?;
     let p = pipeline(ctx, Kernel::Random, DType::U32, "random_bits", &[])?;
     let out = alloc(s, DType::U32, n)?;
-    dispatch_1d(ctx, &p, &[u32_param("random_bits", n)?], &[(1, key), (4, &out)], n)?;
+    let w = RandomParams { n: u32_param("random_bits", n)?, ..Default::default() };
+    dispatch_1d(ctx, &p, &w, &[(1, key), (4, &out)], n)?;
     Ok(out)
 }

@@ -8,6 +8,7 @@
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
 use super::encoder::{dispatch, dispatch_1d, grid};
+use super::params::ReduceParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
@@ -21,6 +22,16 @@ use crate::stream::Stream;
 const WG_ROW_MIN: usize = 256;
 /// Longest stretch of a row one workgroup reduces (64 elements per thread).
 const SEGMENT: usize = 256 * 64;
+
+/// Parameters of the kernels that walk `n` lines of `len` elements, `inner` apart.
+fn lines(op: &str, n: usize, len: usize, inner: usize) -> Result<ReduceParams> {
+    Ok(ReduceParams {
+        n: u32_param(op, n)?,
+        len: u32_param(op, len)?,
+        inner: u32_param(op, inner)?,
+        ..Default::default()
+    })
+}
 
 pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], axes: &[usize]) -> Result<GpuBuffer> {
     let ctx = context()?;
@@ -53,12 +64,13 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
             let segs = len.div_ceil(SEGMENT);
             let parts = if segs > 1 { alloc(s, x.dtype, n_out * segs)? } else { alloc(s, x.dtype, 0)? };
             let target = if segs > 1 { &parts } else { &out };
-            let w = [
-                u32_param("reduce", n_out * segs)?,
-                u32_param("reduce", len)?,
-                u32_param("reduce", SEGMENT)?,
-                u32_param("reduce", segs)?,
-            ];
+            let w = ReduceParams {
+                n: u32_param("reduce", n_out * segs)?,
+                len: u32_param("reduce", len)?,
+                segment: u32_param("reduce", SEGMENT)?,
+                segments: u32_param("reduce", segs)?,
+                ..Default::default()
+            };
             // One workgroup per segment: the grid counts workgroups, not threads.
             let g = grid(ctx, n_out * segs * 256)?;
             dispatch(ctx, &p, &w, &[(1, src), (3, target)], g)?;
@@ -69,7 +81,7 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
             }
         } else {
             let p = pipeline(ctx, Kernel::Reduce, x.dtype, "reduce_lines", &[("ROP", code)])?;
-            let w = [u32_param("reduce", n_out)?, u32_param("reduce", len)?, u32_param("reduce", inner)?];
+            let w = lines("reduce", n_out, len, inner)?;
             dispatch_1d(ctx, &p, &w, &[(1, src), (3, &out)], n_out)?;
         }
         for d in &mut cur_shape[first..=last] {
@@ -96,7 +108,7 @@ pub(crate) fn arg_reduce(
     let code = op.code();
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
     let out = alloc(s, crate::dtype::DType::U32, n_out)?;
-    let w = [u32_param("arg_reduce", n_out)?, u32_param("arg_reduce", len)?, u32_param("arg_reduce", inner)?];
+    let w = lines("arg_reduce", n_out, len, inner)?;
     dispatch_1d(ctx, &p, &w, &[(1, x), (4, &out)], n_out)?;
     Ok(out)
 }
@@ -114,8 +126,8 @@ pub(crate) fn scan(
     let code = op.combine().code();
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
     let out = alloc(s, x.dtype, numel(shape))?;
-    let lines = outer * inner;
-    let w = [u32_param("scan", lines)?, u32_param("scan", len)?, u32_param("scan", inner)?, reverse as u32];
-    dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], lines)?;
+    let n_lines = outer * inner;
+    let w = ReduceParams { reverse: reverse as u32, ..lines("scan", n_lines, len, inner)? };
+    dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], n_lines)?;
     Ok(out)
 }

@@ -9,6 +9,7 @@
 //! which the driver folds, so the branch costs nothing at run time.
 
 pub use super::matmul_coop::CoopConfig;
+use super::params::wgsl_structs;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
@@ -169,7 +170,7 @@ fn tuned_matmul_source(cfg: TileConfig, dtype: DType) -> Result<String> {
     let (Some(b), Some(e)) = (body.find(begin), body.find(end)) else {
         return Err(Error::Internal("matmul.wgsl lost its @tunables markers".into()));
     };
-    let src = format!("{}{}{}{}{MATMUL_TILES}", &body[..b], begin, cfg.tunables(), &body[e..]);
+    let src = format!("{}{}{}{}{MATMUL_TILES}{}", &body[..b], begin, cfg.tunables(), &body[e..], wgsl_structs());
     if dtype == DType::F16 { f16_storage(&src) } else { Ok(src) }
 }
 
@@ -210,7 +211,7 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
     }
     match kernel {
         Kernel::Matmul(cfg) => return tuned_matmul_source(cfg, dtype),
-        Kernel::MatmulCoop(cfg) => return Ok(super::matmul_coop::source(cfg)),
+        Kernel::MatmulCoop(cfg) => return Ok(super::matmul_coop::source(cfg) + &wgsl_structs()),
         Kernel::Fill
         | Kernel::Elementwise
         | Kernel::Reduce
@@ -246,5 +247,7 @@ pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {
     s.push_str(COMMON);
     s.push_str(types);
     s.push_str(kernel.body());
+    // WGSL allows declarations in any order; `enable` must stay first.
+    s.push_str(&wgsl_structs());
     Ok(s)
 }
