@@ -260,3 +260,50 @@ impl Array {
         Ok(self.to_vec::<T>()?[0])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Weak};
+
+    use super::{Array, retaining};
+
+    /// An ordinary loop keeps no history: once a step is evaluated and the user's handle
+    /// has moved on, the previous node is freed.
+    #[test]
+    fn evaluated_nodes_detach_outside_a_retaining_scope() {
+        let mut x = Array::from_slice(&[0.0f32; 16], &[16]).unwrap();
+        let mut previous: Vec<Weak<super::Node>> = Vec::new();
+        for _ in 0..100 {
+            previous.push(Arc::downgrade(&x.0));
+            x = x.add(1.0).unwrap();
+            x.eval().unwrap();
+            assert!(x.graph().is_none(), "an evaluated node outside a scope detaches");
+        }
+        assert!(previous.iter().all(|w| w.upgrade().is_none()), "no step of the loop is kept alive");
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![100.0; 16]);
+    }
+
+    /// Inside a scope, evaluated nodes keep their primitive and inputs for a transform.
+    #[test]
+    fn retained_nodes_keep_their_graph_after_eval() {
+        let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let (b, c) = retaining(|| {
+            let b = a.exp().unwrap();
+            let c = b.mul(&a).unwrap();
+            (b, c)
+        });
+        let weak_b = Arc::downgrade(&b.0);
+        drop(b);
+        c.eval().unwrap();
+        let (op, inputs) = c.graph().expect("retained");
+        assert_eq!(op.name(), "mul");
+        assert_eq!(inputs.len(), 2);
+        assert!(weak_b.upgrade().is_some(), "the input is held by the retained node");
+        let (op_b, _) = inputs[0].graph().expect("retained too");
+        assert_eq!(op_b.name(), "exp");
+        // Nodes built after the scope closed detach as usual.
+        let d = c.add(1.0).unwrap();
+        d.eval().unwrap();
+        assert!(d.graph().is_none());
+    }
+}

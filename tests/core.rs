@@ -175,6 +175,20 @@ fn failed_evaluation_reports_on_every_read() {
     let b = lazuli::with_stream(&s, || a.exp()).unwrap();
     lazuli::close_stream(&s).unwrap();
     let c = b.add(1.0).unwrap();
+    let d = c.mul(2.0).unwrap();
     assert!(c.eval().is_err());
     assert!(c.to_vec::<f32>().is_err());
+    // The failed node reports its own cause; consumers name the op that failed and keep
+    // that cause, without nesting one level per node.
+    assert!(matches!(b.eval(), Err(Error::StreamClosed { .. })));
+    let err = d.eval().unwrap_err();
+    match &err {
+        Error::Eval { op, cause } => {
+            assert_eq!(*op, "exp");
+            assert!(matches!(**cause, Error::StreamClosed { .. }), "{cause}");
+        }
+        other => panic!("expected Eval, got {other:?}"),
+    }
+    assert!(matches!(err.root_cause(), Error::StreamClosed { .. }));
+    assert!(std::error::Error::source(&err).is_some());
 }

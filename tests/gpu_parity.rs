@@ -195,6 +195,19 @@ fn unary_ops() {
     check("abs i32 min", EXACT, || Array::from_slice(&[i32::MIN, -3, 0, 5], &[4])?.abs());
     // Integer input to float ops is cast to f32 first.
     check("exp of i32", TRANS, || i32s(33, 4, -5, 5, &[33])?.exp());
+    // erfinv: the GPU's single-precision approximation against the CPU's f64-refined one.
+    for &n in &SIZES {
+        check(&format!("erfinv f32 n={n}"), TRANS, || f32s(n, 5, -0.999, 0.999, &[n])?.erfinv());
+    }
+    check("erfinv edges", TRANS, || Array::from_slice(&[1.0f32, -1.0, 1.5, -2.0, f32::NAN, 0.0, -0.0], &[7])?.erfinv());
+    // atan2 with C's signed zeros and infinities, and broadcasting.
+    let inf = f32::INFINITY;
+    check("atan2 specials", TRIG, || {
+        let y = Array::from_slice(&[1.0f32, -1.0, 0.0, -0.0, 0.0, 3.0, -2.0, inf, -inf, inf, 1.0, -0.0], &[12])?;
+        let x = Array::from_slice(&[-1.0f32, -1.0, -0.0, -0.0, 1.0, 0.0, inf, inf, -inf, -inf, f32::NAN, 2.0], &[12])?;
+        y.atan2(&x)
+    });
+    check("atan2 broadcast", TRIG, || f32s(33, 6, -3.0, 3.0, &[33, 1])?.atan2(&f32s(7, 7, -3.0, 3.0, &[1, 7])?));
 }
 
 #[test]

@@ -445,3 +445,81 @@ fn operators() -> R {
     assert!(matches!(&a + &farr(&[1.0, 2.0, 3.0], &[3]), Err(Error::Shape { .. })));
     Ok(())
 }
+
+// ---------------------------------------------------------------- atan2, erfinv
+
+#[test]
+fn erfinv_values() -> R {
+    // scipy.special.erfinv on the float32 inputs.
+    let x = farr(&[-0.999, -0.9, -0.5, -1e-3, 0.0, 0.25, 0.75, 0.99999], &[8]);
+    let want = [-2.3267562, -1.1630871, -0.47693628, -8.8622724e-04, 0.0, 0.22531205, 0.81341988, 3.1232057];
+    assert_close(&f32s(&x.erfinv()?), &want);
+    // The ends and beyond, as SciPy.
+    let edges = f32s(&farr(&[1.0, -1.0, 1.5, -2.0, f32::NAN], &[5]).erfinv()?);
+    assert_eq!(&edges[..2], &[f32::INFINITY, f32::NEG_INFINITY]);
+    assert!(edges[2..].iter().all(|v| v.is_nan()), "{edges:?}");
+    // Integers are float-valued.
+    assert_eq!(Array::from_slice(&[0i32], &[1])?.erfinv()?.dtype(), DType::F32);
+    Ok(())
+}
+
+/// In f64, erf(erfinv(x)) returns x to a few ulps over the whole open interval,
+/// the tails included (the Newton steps there work on erfc).
+#[test]
+fn erfinv_inverts_erf_in_f64() -> R {
+    let xs: Vec<f64> = (1..2000)
+        .map(|i| -1.0 + i as f64 / 1000.0)
+        .chain([1e-300, -1e-12, 1.0 - 1e-12, -1.0 + 1e-15, 0.5 - 1e-17])
+        .collect();
+    let back = Array::from_slice(&xs, &[xs.len()])?.erfinv()?.erf()?.to_vec::<f64>()?;
+    for (x, b) in xs.iter().zip(&back) {
+        // erf's own slope near ±1 turns one ulp of the inverse into several of x.
+        let tol = 4.0 * f64::EPSILON * x.abs().max(1e-300) + 1e-300;
+        assert!((x - b).abs() <= tol.max(2.0 * f64::EPSILON), "erf(erfinv({x})) = {b}");
+    }
+    Ok(())
+}
+
+#[test]
+fn atan2_values() -> R {
+    // numpy.arctan2 in float32, signed zeros and infinities included.
+    let y = farr(&[1.0, -1.0, 0.0, -0.0, 0.0, 3.0, -2.0, f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY, 1.0], &[11]);
+    let x = farr(
+        &[
+            -1.0,
+            -1.0,
+            -0.0,
+            -0.0,
+            1.0,
+            0.0,
+            f32::INFINITY,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ],
+        &[11],
+    );
+    let got = f32s(&y.atan2(&x)?);
+    let want = [
+        2.3561945,
+        -2.3561945,
+        3.1415927,
+        -3.1415927,
+        0.0,
+        1.5707964,
+        -0.0,
+        0.7853982,
+        -2.3561945,
+        2.3561945,
+        f32::NAN,
+    ];
+    assert_close(&got, &want);
+    // Signs of zero results, as C.
+    assert!(got[6].is_sign_negative() && got[4].is_sign_positive());
+    // Broadcasting and a scalar; integers compute in f32.
+    let r = Array::from_slice(&[1i32, -1], &[2, 1])?.atan2(2)?;
+    assert_eq!((r.shape(), r.dtype()), (&[2usize, 1][..], DType::F32));
+    assert_close(&f32s(&r), &[0.4636476, -0.4636476]);
+    Ok(())
+}

@@ -219,3 +219,82 @@ impl Primitive {
         self.rules().fusion_class()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType::*;
+
+    fn m(shape: &[usize], dtype: DType) -> Meta {
+        Meta::new(shape, dtype)
+    }
+
+    fn infer(p: impl Into<Primitive>, ins: &[Meta]) -> Result<Vec<Meta>> {
+        p.into().infer(&ins.iter().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn names_are_the_ops() {
+        assert_eq!(Primitive::from(Unary { op: UnaryOp::Exp }).name(), "exp");
+        assert_eq!(Primitive::from(Binary { op: BinaryOp::FloorDivide }).name(), "floor_divide");
+        assert_eq!(Primitive::from(Reduce { op: ReduceOp::Sum, axes: vec![0] }).name(), "sum");
+        assert_eq!(Primitive::from(Scatter { axis: 0, mode: ScatterMode::Add }).name(), "scatter_add");
+        assert_eq!(UnaryOp::Exp.wgsl_name(), "UNARY_EXP");
+        assert_eq!(BinaryOp::FloorDivide.wgsl_name(), "BINARY_FLOOR_DIVIDE");
+    }
+
+    #[test]
+    fn infer_gives_shapes_and_dtypes() {
+        let exp = Unary { op: UnaryOp::Exp };
+        assert_eq!(infer(exp, &[m(&[2, 3], F32)]).unwrap(), vec![m(&[2, 3], F32)]);
+        assert_eq!(infer(Unary { op: UnaryOp::IsNan }, &[m(&[4], F16)]).unwrap(), vec![m(&[4], Bool)]);
+        let lt = Binary { op: BinaryOp::Lt };
+        assert_eq!(infer(lt, &[m(&[3, 1], I32), m(&[4], I32)]).unwrap(), vec![m(&[3, 4], Bool)]);
+        let sum = Reduce { op: ReduceOp::Sum, axes: vec![0, 2] };
+        assert_eq!(infer(sum, &[m(&[2, 3, 4], F32)]).unwrap(), vec![m(&[1, 3, 1], F32)]);
+        let argmax = ArgReduce { op: ArgReduceOp::ArgMax, axis: 1 };
+        assert_eq!(infer(argmax, &[m(&[2, 3], F32)]).unwrap(), vec![m(&[2, 1], U32)]);
+        let mm = Matmul { trans_a: true, trans_b: false };
+        assert_eq!(infer(mm, &[m(&[2, 5, 4], F32), m(&[1, 5, 6], F32)]).unwrap(), vec![m(&[2, 4, 6], F32)]);
+        let cat = Concatenate { axis: 1 };
+        assert_eq!(infer(cat, &[m(&[2, 3], F32), m(&[2, 0], F32), m(&[2, 1], F32)]).unwrap(), vec![m(&[2, 4], F32)]);
+        let full = Full { value: 1.0, shape: vec![3], dtype: I64 };
+        assert_eq!(infer(full, &[]).unwrap(), vec![m(&[3], I64)]);
+    }
+
+    #[test]
+    fn infer_refuses_what_the_kernels_do_not_take() {
+        use crate::error::Error;
+        let dtype_err = |r: Result<Vec<Meta>>| assert!(matches!(r, Err(Error::DType { .. })), "{r:?}");
+        let shape_err = |r: Result<Vec<Meta>>| assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
+        dtype_err(infer(Unary { op: UnaryOp::Exp }, &[m(&[2], I32)]));
+        dtype_err(infer(Unary { op: UnaryOp::Neg }, &[m(&[2], Bool)]));
+        dtype_err(infer(Binary { op: BinaryOp::Add }, &[m(&[2], F32), m(&[2], F16)]));
+        dtype_err(infer(Binary { op: BinaryOp::Div }, &[m(&[2], I32), m(&[2], I32)]));
+        dtype_err(infer(Select, &[m(&[2], I32), m(&[2], F32), m(&[2], F32)]));
+        dtype_err(infer(Matmul::default(), &[m(&[2, 2], I32), m(&[2, 2], I32)]));
+        dtype_err(infer(Gather { axis: 0 }, &[m(&[3], F32), m(&[2], F32)]));
+        shape_err(infer(Binary { op: BinaryOp::Add }, &[m(&[3], F32), m(&[4], F32)]));
+        shape_err(infer(Reshape { shape: vec![5] }, &[m(&[2, 3], F32)]));
+        shape_err(infer(AsStrided { shape: vec![3], strides: vec![2], offset: 2 }, &[m(&[6], F32)]));
+        assert!(infer(AsStrided { shape: vec![3], strides: vec![-2], offset: 5 }, &[m(&[6], F32)]).is_ok());
+        shape_err(infer(Matmul::default(), &[m(&[2, 3], F32), m(&[2, 3], F32)]));
+        shape_err(infer(RandomBits { shape: vec![4] }, &[m(&[3], U32)]));
+        // One answer on every device: a non-empty gather from an empty axis is refused.
+        shape_err(infer(Gather { axis: 0 }, &[m(&[0, 2], F32), m(&[1, 2], I32)]));
+        assert!(infer(Gather { axis: 0 }, &[m(&[0, 2], F32), m(&[0, 2], I32)]).is_ok());
+        assert!(matches!(infer(Reduce { op: ReduceOp::Max, axes: vec![2] }, &[m(&[2], F32)]), Err(Error::Axis { .. })));
+        assert!(matches!(infer(Unary { op: UnaryOp::Exp }, &[]), Err(Error::Invalid { .. })));
+    }
+
+    #[test]
+    fn derivative_slots_say_they_are_not_filled_yet() {
+        let p = Primitive::from(Unary { op: UnaryOp::Exp });
+        match p.rules().vjp(&[], &[], &[]) {
+            Err(crate::error::Error::Unsupported { msg, .. }) => assert_eq!(msg, "exp has no vjp rule yet"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.fusion_class(), FusionClass::Elementwise);
+        assert_eq!(Primitive::from(Matmul::default()).fusion_class(), FusionClass::Opaque);
+    }
+}

@@ -77,7 +77,7 @@ impl Float for f64 {
 
 /// The inverse error function: Giles' single-precision approximation ("Approximating
 /// the erfinv function", GPU Computing Gems Jade, 2011; the GPU kernel uses it alone)
-/// refined by two Newton steps on `erf`, which take it to f64 accuracy. Near ±1 the step
+/// refined by Newton steps on `erf` to f64 accuracy. Near ±1 the step
 /// works on `erfc`, where `1 - |x|` is exact, so the tails keep their precision.
 pub(crate) fn erfinv_f64(x: f64) -> f64 {
     let a = x.abs();
@@ -120,15 +120,20 @@ pub(crate) fn erfinv_f64(x: f64) -> f64 {
         .iter()
         .fold(-0.000200214257, |p, &c| c + p * w)
     } * a;
-    let two_over_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI;
-    for _ in 0..2 {
-        let slope = two_over_sqrt_pi * (-y * y).exp();
+    // Newton on erf (quadratic; the start is good to ~1e-7 inside f32's range, and a few
+    // more steps bring the far tails, beyond the fit, in too).
+    for _ in 0..8 {
+        let slope = std::f64::consts::FRAC_2_SQRT_PI * (-y * y).exp();
         if slope == 0.0 {
             break;
         }
         // erf(y) - a, written as (1 - a) - erfc(y) in the tails.
         let err = if a < 0.5 { libm::erf(y) - a } else { (1.0 - a) - libm::erfc(y) };
-        y -= err / slope;
+        let step = err / slope;
+        y -= step;
+        if step.abs() <= f64::EPSILON * y.abs() {
+            break;
+        }
     }
     y.copysign(x)
 }
