@@ -55,9 +55,24 @@ impl std::fmt::Display for Device {
     }
 }
 
-/// An ordered queue of work on one device. Work on one stream runs in order; different
-/// streams may run concurrently. A `Stream` is a value: copies share the registry slot,
-/// and all become stale together when the slot's generation moves on.
+/// Where work runs: a device and a slot in the registry. A `Stream` is a value: copies
+/// share the registry slot, and all become stale together when the slot's generation
+/// moves on.
+///
+/// # What runs in order, and what concurrently
+/// - A node runs on the stream that was current when it was built ([`with_stream`]),
+///   whatever device its inputs live on; inputs from another device are copied through
+///   host memory when it runs.
+/// - Nodes are run by the thread that evaluates them ([`crate::eval()`], a read, or the
+///   thread [`crate::async_eval`] starts), once each, inputs before users. Within one
+///   evaluation they run one after another, even on different streams. A thread that
+///   needs a node another thread is running waits for it.
+/// - Evaluations on different threads run concurrently. CPU kernels return when done
+///   (large ones split across rayon's threads).
+/// - Every GPU stream submits to the device's one queue, so GPU kernels execute in the
+///   order they were recorded, never overlapping across streams. A GPU node counts as
+///   run once its commands are recorded: GPU consumers are ordered after it by the
+///   queue; reads, copies to another device and [`synchronize`] wait for it to finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stream {
     /// The device the stream's work runs on.
