@@ -57,6 +57,23 @@ fn f32_to_u32(x: f32) -> u32 {
     return u32(x);
 }
 
+// A comparison from the three-way outcome of `a` against `b`; all three are false when
+// unordered (NaN), so NaN compares unequal to everything. Shared by every dtype class.
+// (Callers parenthesise `(a < b)`: a bare `<` in an argument list opens a WGSL template list.)
+fn compare_from(op: u32, lt: bool, eq: bool, gt: bool) -> u32 {
+    var r: bool;
+    switch op {
+        case BINARY_EQ: { r = eq; }
+        case BINARY_NE: { r = !eq; }
+        case BINARY_LT: { r = lt; }
+        case BINARY_LE: { r = lt || eq; }
+        case BINARY_GT: { r = gt; }
+        case BINARY_GE: { r = gt || eq; }
+        default: { return POISON_U32; }
+    }
+    return select(0u, 1u, r);
+}
+
 // True unless x is zero (NaN counts as true, as Rust's `v != 0.0`).
 fn f32_truthy(x: f32) -> bool {
     return !(x == 0.0);

@@ -56,20 +56,12 @@ fn scatter_add_t(a: T, b: T) -> T {
 }
 
 fn compare_t(op: u32, a: T, b: T) -> u32 {
-    var r: bool;
     switch op {
-        case BINARY_EQ: { r = a == b; }
-        case BINARY_NE: { r = a != b; }
-        case BINARY_LT: { r = a < b; }
-        case BINARY_LE: { r = a <= b; }
-        case BINARY_GT: { r = a > b; }
-        case BINARY_GE: { r = a >= b; }
-        case BINARY_LOGICAL_AND: { r = a != 0u && b != 0u; }
-        case BINARY_LOGICAL_OR: { r = a != 0u || b != 0u; }
-        case BINARY_LOGICAL_XOR: { r = (a != 0u) != (b != 0u); }
-        default: { return POISON_U32; }
+        case BINARY_LOGICAL_AND: { return select(0u, 1u, a != 0u && b != 0u); }
+        case BINARY_LOGICAL_OR: { return select(0u, 1u, a != 0u || b != 0u); }
+        case BINARY_LOGICAL_XOR: { return select(0u, 1u, (a != 0u) != (b != 0u)); }
+        default: { return compare_from(op, (a < b), (a == b), (a > b)); }
     }
-    return select(0u, 1u, r);
 }
 
 fn acc_op(op: u32, a: A, b: A) -> A {

@@ -361,22 +361,11 @@ fn binary_t(op: u32, a: T, b: T) -> T {
     return to_t(binary_f32(op, f32(a), f32(b)));
 }
 
-// Comparisons, into bool (0/1). `!(a == b)` rather than `a != b`: NaN must compare
-// unequal whatever compare opcode the backend picks.
+// Comparisons, into bool (0/1), in f32 (exact for f16).
 fn compare_t(op: u32, x: T, y: T) -> u32 {
     let a = f32(x);
     let b = f32(y);
-    var r: bool;
-    switch op {
-        case BINARY_EQ: { r = a == b; }
-        case BINARY_NE: { r = !(a == b); }
-        case BINARY_LT: { r = a < b; }
-        case BINARY_LE: { r = a <= b; }
-        case BINARY_GT: { r = a > b; }
-        case BINARY_GE: { r = a >= b; }
-        default: { return POISON_U32; }
-    }
-    return select(0u, 1u, r);
+    return compare_from(op, (a < b), (a == b), (a > b));
 }
 
 // Scatter-add: the host adds in f64 and rounds once, as one f32 add then rounding does.

@@ -104,17 +104,7 @@ fn scatter_add_t(a: T, b: T) -> T {
 }
 
 fn compare_t(op: u32, a: T, b: T) -> u32 {
-    var r: bool;
-    switch op {
-        case BINARY_EQ: { r = a == b; }
-        case BINARY_NE: { r = a != b; }
-        case BINARY_LT: { r = a < b; }
-        case BINARY_LE: { r = a <= b; }
-        case BINARY_GT: { r = a > b; }
-        case BINARY_GE: { r = a >= b; }
-        default: { return POISON_U32; }
-    }
-    return select(0u, 1u, r);
+    return compare_from(op, (a < b), (a == b), (a > b));
 }
 
 fn acc_op(op: u32, a: A, b: A) -> A {

@@ -100,10 +100,14 @@ fn every_op_code_has_a_case_where_it_is_dispatched() {
             assert_case(&src, func, &op.wgsl_name(), &what);
         }
         for &op in BinaryOp::ALL.iter().filter(|o| o.domain().has(class)) {
-            let func = match (op.is_comparison(), float) {
-                (true, _) => "compare_t",
-                (false, true) => "binary_f32",
-                (false, false) => "binary_t",
+            // Ordered comparisons go through common.wgsl's `compare_from`; logic is bool's own.
+            let ordered =
+                matches!(op, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge);
+            let func = match (op.is_comparison(), ordered, float) {
+                (true, true, _) => "compare_from",
+                (true, false, _) => "compare_t",
+                (false, _, true) => "binary_f32",
+                (false, _, false) => "binary_t",
             };
             assert_case(&src, func, &op.wgsl_name(), &what);
         }

@@ -1,7 +1,7 @@
 //! `Binary` (elementwise ops of two inputs) and `Select` (`where`).
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -89,13 +89,7 @@ impl Rules for Binary {
         FusionClass::Elementwise
     }
 
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule(self.name(), "vjp"))
-    }
-
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
-    }
+    derivatives_not_yet!();
 
     /// Ops with an exact formula in add, mul, comparisons `<`/`==`, logic and select.
     fn decompose(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
@@ -146,11 +140,5 @@ impl Rules for Select {
         FusionClass::Elementwise
     }
 
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("where", "vjp"))
-    }
-
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("where", "jvp"))
-    }
+    derivatives_not_yet!();
 }

@@ -1,6 +1,6 @@
 //! `AsType`: dtype conversion.
 
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -24,10 +24,5 @@ impl Rules for AsType {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Elementwise
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("astype", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("astype", "jvp"))
-    }
+    derivatives_not_yet!();
 }

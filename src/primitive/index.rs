@@ -1,7 +1,7 @@
 //! Indexing and joining: `Concatenate`, `Gather`, `Scatter`.
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -69,12 +69,7 @@ impl Rules for Concatenate {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("concatenate", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("concatenate", "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// Inputs `(src, indices)`, same rank, `indices` (`I32` or `U32`) equal to `src`'s
@@ -115,12 +110,7 @@ impl Rules for Gather {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("gather", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("gather", "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// Inputs `(dst, indices, updates)`; `indices` and `updates` have one shape, equal to
@@ -166,10 +156,5 @@ impl Rules for Scatter {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule(self.name(), "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
-    }
+    derivatives_not_yet!();
 }

@@ -1,6 +1,6 @@
 //! `Matmul` and [`MatmulPlan`], the geometry both backends run it with.
 
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::shape::{StridedIter, broadcast_shapes, broadcast_strides, merge_axes, numel};
@@ -46,12 +46,7 @@ impl Rules for Matmul {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("matmul", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("matmul", "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// How a `Matmul` walks its operands: the one place both backends get the geometry.

@@ -1,7 +1,7 @@
 //! Reductions: `Reduce` (over axes), `ArgReduce` and `Scan` (along one axis).
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet, no_rule};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -103,12 +103,7 @@ impl Rules for Reduce {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule(self.name(), "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// Index of the extremum along `axis`; the output keeps it with size 1, dtype `U32`.
@@ -170,10 +165,5 @@ impl Rules for Scan {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule(self.name(), "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
-    }
+    derivatives_not_yet!();
 }

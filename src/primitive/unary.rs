@@ -1,7 +1,7 @@
 //! `Unary`: elementwise ops of one input.
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -100,13 +100,7 @@ impl Rules for Unary {
         FusionClass::Elementwise
     }
 
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule(self.name(), "vjp"))
-    }
-
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
-    }
+    derivatives_not_yet!();
 
     /// Ops with an exact or standard formula in simpler primitives (full, add, mul, div,
     /// exp, log, sqrt, sin, cos, comparisons, select).

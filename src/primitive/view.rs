@@ -1,6 +1,6 @@
 //! Views: `Reshape`, `AsStrided` and `Copy` (to this node's device).
 
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::shape::numel;
@@ -27,12 +27,7 @@ impl Rules for Reshape {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("reshape", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("reshape", "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// One input; reads it as a strided view: `out[idx] = in[offset + sum(idx * strides)]`.
@@ -80,12 +75,7 @@ impl Rules for AsStrided {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("as_strided", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("as_strided", "jvp"))
-    }
+    derivatives_not_yet!();
 }
 
 /// One input; the same data, made available on this node's device.
@@ -103,10 +93,5 @@ impl Rules for DeviceCopy {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-        Err(no_rule("copy", "vjp"))
-    }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("copy", "jvp"))
-    }
+    derivatives_not_yet!();
 }
