@@ -138,7 +138,10 @@ fn run_node(node: &Node) -> Result<()> {
             }
         }
     };
-    let result = execute(node, &op, &inputs);
+    // A kernel that panics (a bug, or an allocation that overflows) must still leave the
+    // node failed, or every later read of it would wait forever.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(node, &op, &inputs)))
+        .unwrap_or_else(|panic| Err(Error::Internal(format!("{} panicked: {}", op.name(), panic_message(&*panic)))));
     // Detach: unless the node is retained, `op` and `inputs` drop at the end of this
     // function, freeing inputs no one else holds.
     let kept = node.retain.then(|| Box::new(Kept { op, inputs }));
@@ -150,6 +153,10 @@ fn run_node(node: &Node) -> Result<()> {
     node.done.notify_all();
     drop(st);
     result.map(|_| ())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str)).unwrap_or("?")
 }
 
 fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {

@@ -192,3 +192,19 @@ fn failed_evaluation_reports_on_every_read() {
     assert!(matches!(err.root_cause(), Error::StreamClosed { .. }));
     assert!(std::error::Error::source(&err).is_some());
 }
+
+/// A kernel that fails by panicking (here: a view whose element count fits but whose
+/// bytes do not) leaves its node failed, for this read and every later one, instead of
+/// leaving it running forever.
+#[test]
+fn a_panicking_kernel_fails_its_node_for_good() {
+    let x = lazuli::ones(&[1], DType::F32).unwrap();
+    let Ok(s) = x.broadcast_to(&[1 << 61, 4]).and_then(|b| b.sum(&[], false)) else {
+        return; // refused when built: as good
+    };
+    let first = s.eval();
+    assert!(first.is_err());
+    assert!(s.eval().is_err(), "the second read fails too, at once");
+    let y = s.add(1.0).unwrap();
+    assert!(y.eval().is_err(), "and so does what depends on it");
+}
