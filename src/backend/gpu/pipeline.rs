@@ -53,21 +53,14 @@ pub(crate) fn pipeline(
                 label: Some(kernel.file()),
                 source: wgpu::ShaderSource::Wgsl(src.into()),
             };
-            Ok(match kernel {
+            Ok(if kernel.is_tuned_matmul() {
                 // SAFETY: the tuned matmul guards every global access against M, N, K and
                 // its loops have constant or K-derived bounds; wgpu's injected index clamps
                 // and loop bounding would only cost speed in its inner loop.
                 // The same holds for the coop matmul.
-                Kernel::Matmul(_) | Kernel::MatmulCoop(_) => unsafe {
-                    ctx.device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
-                },
-                Kernel::Fill
-                | Kernel::Elementwise
-                | Kernel::Reduce
-                | Kernel::Copy
-                | Kernel::Index
-                | Kernel::Random
-                | Kernel::MatmulSimple => ctx.device.create_shader_module(desc),
+                unsafe { ctx.device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+            } else {
+                ctx.device.create_shader_module(desc)
             })
         })?;
         slot.insert(module);

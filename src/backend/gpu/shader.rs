@@ -96,6 +96,21 @@ impl Kernel {
         Kernel::MatmulCoop(CoopConfig::TABLE[0]),
     ];
 
+    /// The tuned matmuls (`matmul.wgsl`, `matmul_coop.wgsl`): templates filled per tile
+    /// configuration, without the dtype prelude.
+    pub fn is_tuned_matmul(self) -> bool {
+        match self {
+            Kernel::Matmul(_) | Kernel::MatmulCoop(_) => true,
+            Kernel::Fill
+            | Kernel::Elementwise
+            | Kernel::Reduce
+            | Kernel::Copy
+            | Kernel::Index
+            | Kernel::Random
+            | Kernel::MatmulSimple => false,
+        }
+    }
+
     /// The family's WGSL file name.
     pub fn file(self) -> &'static str {
         match self {
