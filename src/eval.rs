@@ -206,11 +206,17 @@ fn run_decomposed(node: &Node, op: &Primitive, parts: Vec<Array>) -> Result<Buff
     if depth >= MAX_DECOMPOSE_DEPTH {
         return Err(Error::Internal(format!("{} decomposes into itself", op.name())));
     }
+    // Restored on unwind too: a kernel panic inside is caught further out.
+    struct Depth(usize);
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            DECOMPOSING.with(|d| d.set(self.0));
+        }
+    }
     DECOMPOSING.with(|d| d.set(depth + 1));
+    let _restore = Depth(depth);
     let refs: Vec<&Array> = parts.iter().collect();
-    let done = eval(&refs);
-    DECOMPOSING.with(|d| d.set(depth));
-    done?;
+    eval(&refs)?;
     let [out] = parts.as_slice() else {
         return Err(Error::Internal(format!("{}'s decomposition gave {} outputs for 1", op.name(), parts.len())));
     };

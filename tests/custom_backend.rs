@@ -202,3 +202,29 @@ fn primitives_the_backend_lacks_run_through_their_decompositions() {
         }
     }
 }
+
+/// The decompositions that replace an accurate kernel stay accurate near 0 (Kahan's forms
+/// for expm1 and log1p, expm1 inside tanh), where the textbook formulas cancel to 0.
+#[test]
+fn decompositions_keep_small_arguments_accurate() {
+    let (_backend, s) = toy_device();
+    let x = Array::from_slice(&[1e-7f32, -3e-6, 2e-4, -0.01, 0.3], &[5]).unwrap();
+    type Op = fn(&Array) -> Result<Array>;
+    let cases: [(&str, Op); 4] =
+        [("expm1", Array::expm1), ("log1p", Array::log1p), ("tanh", Array::tanh), ("abs", Array::abs)];
+    for (name, f) in cases {
+        let want = f(&x).unwrap().to_vec::<f32>().unwrap();
+        let got = lazuli::with_stream(&s, || f(&x)).unwrap().to_vec::<f32>().unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 2e-6 * w.abs(), "{name}: toy {g} vs cpu {w}");
+        }
+    }
+    // Exact ends: expm1(inf), expm1(-inf), log1p(-1), log1p(inf), abs(-0.0).
+    let e = Array::from_slice(&[f32::INFINITY, f32::NEG_INFINITY, -1.0, -0.0], &[4]).unwrap();
+    let em = lazuli::with_stream(&s, || e.expm1()).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(&em[..2], &[f32::INFINITY, -1.0]);
+    let lp = lazuli::with_stream(&s, || e.log1p()).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!((lp[0], lp[2]), (f32::INFINITY, f32::NEG_INFINITY));
+    let ab = lazuli::with_stream(&s, || e.abs()).unwrap().to_vec::<f32>().unwrap();
+    assert!(ab[3] == 0.0 && ab[3].is_sign_positive(), "abs(-0.0) = {}", ab[3]);
+}

@@ -16,7 +16,9 @@ fn index_array(op: &'static str, indices: &Array) -> Result<Array> {
     match indices.dtype() {
         DType::I32 | DType::U32 => Ok(indices.clone()),
         DType::I64 => indices.astype(DType::I32),
-        d => Err(Error::dtype(op, d, "indices must be int32, uint32 or int64")),
+        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            Err(Error::dtype(op, indices.dtype(), "indices must be int32, uint32 or int64"))
+        }
     }
 }
 

@@ -175,7 +175,9 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
         DType::U32 => (0i128, u32::MAX as i128),
         DType::I32 => (i32::MIN as i128, i32::MAX as i128),
         DType::I64 => (i64::MIN as i128, i64::MAX as i128),
-        d => return Err(Error::dtype("random.randint", d, "samples are integers (uint32, int32, int64)")),
+        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            return Err(Error::dtype("random.randint", dtype, "samples are integers (uint32, int32, int64)"));
+        }
     };
     let (lo, hi) = (low as i128, high as i128);
     if lo >= hi || lo < min || hi - 1 > max {

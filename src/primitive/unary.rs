@@ -114,17 +114,38 @@ impl Rules for Unary {
             Neg if x.dtype().is_float() => x.mul(-1),
             Neg => crate::full(&[], 0.0, x.dtype()).and_then(|z| z.sub(x)),
             Square => x.mul(x),
-            Abs => (|| crate::where_(&x.lt(0)?, x.mul(-1)?, x))(),
+            // 0 - x where x <= 0, so that abs(-0.0) is +0.0.
+            Abs => (|| crate::where_(&x.le(0)?, crate::full(&[], 0.0, x.dtype())?.sub(x)?, x))(),
             Sign if signed => (|| crate::where_(&x.gt(0)?, 1, &crate::where_(&x.lt(0)?, -1, x)?))(),
             Sign => x.gt(0).and_then(|pos| crate::where_(&pos, 1, x)),
-            Expm1 => x.exp().and_then(|e| e.add(-1.0)),
-            Log1p => x.add(1.0).and_then(|y| y.log()),
+            // Kahan's forms: accurate near 0, where exp(x) - 1 and log(1 + x) cancel; the
+            // ends (u = 1, u = inf) are taken exactly.
+            Expm1 => (|| {
+                let u = x.exp()?;
+                let um1 = u.add(-1.0)?;
+                let mid = um1.mul(x)?.div(&u.log()?)?;
+                let mid = crate::where_(&u.eq(f64::INFINITY)?, f64::INFINITY, &mid)?;
+                let mid = crate::where_(&um1.eq(-1.0)?, -1.0, &mid)?;
+                crate::where_(&u.eq(1.0)?, x, &mid)
+            })(),
+            Log1p => (|| {
+                let u = x.add(1.0)?;
+                let mid = u.log()?.mul(x)?.div(&u.add(-1.0)?)?;
+                let mid = crate::where_(&u.eq(f64::INFINITY)?, &u.log()?, &mid)?;
+                crate::where_(&u.eq(1.0)?, x, &mid)
+            })(),
             Log2 => x.log().and_then(|y| y.mul(std::f64::consts::LOG2_E)),
             Rsqrt => x.sqrt().and_then(|y| y.reciprocal()),
             Reciprocal => one().and_then(|o| o.div(x)),
             Tan => (|| x.sin()?.div(&x.cos()?))(),
-            // 1 - 2 / (e^2x + 1): exact limits ±1 where e^2x overflows or vanishes.
-            Tanh => (|| one()?.sub(&x.mul(2.0)?.exp()?.add(1.0)?.reciprocal()?.mul(2.0)?))(),
+            // expm1(2x) / (expm1(2x) + 2) near 0 (no cancellation); 1 - 2 / (e^2x + 1)
+            // beyond, whose limits are exactly ±1 where e^2x overflows or vanishes.
+            Tanh => (|| {
+                let far = one()?.sub(&x.mul(2.0)?.exp()?.add(1.0)?.reciprocal()?.mul(2.0)?)?;
+                let em = x.mul(2.0)?.expm1()?;
+                let near = em.div(&em.add(2.0)?)?;
+                crate::where_(&x.abs()?.lt(1.0)?, &near, &far)
+            })(),
             Sigmoid => (|| x.mul(-1.0)?.exp()?.add(1.0)?.reciprocal())(),
             Floor | Ceil | Round | Exp | Log | Sqrt | Sin | Cos | Erf | Erfinv | IsNan | IsInf | LogicalNot => {
                 return None;

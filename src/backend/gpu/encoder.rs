@@ -202,8 +202,12 @@ pub(crate) fn wait_idle(limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     // try_lock: a thread that is recording right now gets until the deadline to finish.
     let last = loop {
-        if let Ok(b) = batch().try_lock() {
-            break b.in_flight.back().cloned();
+        match batch().try_lock() {
+            Ok(b) => break b.in_flight.back().cloned(),
+            // A kernel that panicked while recording (eval catches it) leaves the lock
+            // poisoned; the batch itself is still consistent enough to wait on.
+            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner().in_flight.back().cloned(),
+            Err(std::sync::TryLockError::WouldBlock) => {}
         }
         if Instant::now() >= deadline {
             return false;

@@ -121,7 +121,8 @@ impl Backend for GpuBackend {
 
     fn upload(&self, stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
         check_dtype("upload", dtype)?;
-        if dtype == DType::F16 && !context::context()?.has_f16 {
+        // Empty buffers hold no f16 values (eval makes them for empty outputs).
+        if dtype == DType::F16 && !bytes.is_empty() && !context::context()?.has_f16 {
             return Err(unsupported("float16 needs an adapter with SHADER_F16; convert with astype(DType::F32) first"));
         }
         Ok(Arc::new(readback::upload(stream, dtype, bytes)?))
@@ -167,7 +168,16 @@ impl Backend for GpuBackend {
     }
 
     fn wait_idle(&self, limit: std::time::Duration) -> bool {
-        encoder::wait_idle(limit)
+        // A device still being created has nothing in flight yet, but `context()` would
+        // block on it without a bound: wait for creation within the limit first.
+        let deadline = std::time::Instant::now() + limit;
+        while context::CREATING.load(Ordering::SeqCst) {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        encoder::wait_idle(deadline.saturating_duration_since(std::time::Instant::now()))
     }
 
     fn exit_policy(&self) -> ExitPolicy {
