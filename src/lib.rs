@@ -7,7 +7,9 @@
 //! runs) → [`eval()`] orders the graph → each node goes to the backend of its stream's
 //! device → evaluated nodes drop their inputs. Lifecycle state (the stream registry,
 //! shutdown, process exit) sits in one place beside that flow: [`stream`] and
-//! [`lifecycle`].
+//! [`lifecycle`]. Each [`primitive`] carries its own rules (shape and dtype inference,
+//! derivatives, fusion class, decomposition); `ARCHITECTURE.md` in the repository has the
+//! layout and the recipes for adding an op, a backend or a transform rule.
 //!
 //! ```
 //! use lazuli::{Array, Device};
