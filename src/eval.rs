@@ -165,8 +165,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     let backend = backend_for(stream.device)?;
     let mut buffers = Vec::with_capacity(inputs.len());
     for a in inputs {
-        let b = wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?;
-        buffers.push(if b.device() == stream.device { b } else { transfer(&b, a, stream)? });
+        buffers.push(wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?);
     }
     PRIMITIVES_RUN.fetch_add(1, Ordering::Relaxed);
     if node.meta.numel() == 0 {
@@ -177,7 +176,14 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     if !backend.supports(op, &metas)
         && let Some(parts) = with_stream(stream, || op.rules().decompose(inputs))
     {
+        // The decomposition's own nodes copy what they read to this device.
         return run_decomposed(node, op, parts?);
+    }
+    // Inputs on another device come over only now that this node runs a kernel here.
+    for (b, a) in buffers.iter_mut().zip(inputs) {
+        if b.device() != stream.device {
+            *b = transfer(b, a, stream)?;
+        }
     }
     let ins: Vec<Input<'_>> = buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
     let outs = backend.run(stream, op, &ins, std::slice::from_ref(&node.meta))?;

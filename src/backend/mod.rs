@@ -87,6 +87,30 @@ pub enum ExitPolicy {
     HardExitNow,
 }
 
+/// The kernel of an in-tree backend for one primitive type; `A` is that backend's
+/// argument bundle (typed inputs, shapes, the output's meta).
+pub(crate) trait Kernel<A> {
+    /// Runs the primitive.
+    fn run(&self, args: &A) -> Result<Buffer>;
+}
+
+macro_rules! define_dispatch {
+    ($($(#[$doc:meta])* $v:ident($t:ty),)*) => {
+        /// Runs `op` with the kernel table of the backend whose arguments are `A`. Every
+        /// primitive type must implement `Kernel<A>`, or the backend calling this does not
+        /// compile: a missing kernel is a compile error, not a run-time one.
+        pub(crate) fn dispatch<A>(op: &Primitive, args: &A) -> Result<Buffer>
+        where
+            $($t: Kernel<A>,)*
+        {
+            match op {
+                $(Primitive::$v(p) => p.run(args),)*
+            }
+        }
+    };
+}
+crate::for_each_primitive!(define_dispatch);
+
 /// Backends registered at run time, indexed by their `DeviceKind::Custom` id.
 /// Leaked on purpose, like every registry a driver callback might reach at exit.
 fn custom_backends() -> &'static Mutex<Vec<Arc<dyn Backend>>> {

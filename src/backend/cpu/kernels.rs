@@ -1,11 +1,12 @@
-//! The CPU kernel table: one [`CpuKernel`] impl per primitive, and the dispatch generated
-//! from [`crate::for_each_primitive!`] (a primitive without an impl here fails to compile).
+//! The CPU kernel table: one `Kernel<Args>` impl per primitive. `backend::dispatch`,
+//! generated from [`crate::for_each_primitive!`], runs them: a primitive without an impl
+//! here fails to compile.
 
 use super::storage::CpuData;
 use super::{copy, elementwise, matmul, random, reduce, wrap};
-use crate::backend::{Buffer, Input};
+use crate::backend::{Buffer, Input, Kernel};
 use crate::error::Result;
-use crate::primitive::{self as p, MatmulPlan, Meta, Primitive};
+use crate::primitive::{self as p, MatmulPlan, Meta};
 
 /// What a CPU kernel gets: typed inputs, their shapes, the raw inputs (for kernels that
 /// pass a buffer through) and the output's meta.
@@ -22,28 +23,11 @@ impl Args<'_> {
     }
 }
 
-/// A primitive the CPU runs.
-trait CpuKernel {
-    fn run_cpu(&self, a: &Args<'_>) -> Result<Buffer>;
-}
-
-macro_rules! cpu_dispatch {
-    ($($(#[$doc:meta])* $v:ident($t:ty),)*) => {
-        /// Runs `op` on the CPU.
-        pub(super) fn run(op: &Primitive, a: &Args<'_>) -> Result<Buffer> {
-            match op {
-                $(Primitive::$v(x) => x.run_cpu(a),)*
-            }
-        }
-    };
-}
-crate::for_each_primitive!(cpu_dispatch);
-
 /// Kernels that make new data.
 macro_rules! kernel {
     ($t:ty, |$s:ident, $a:ident| $body:expr) => {
-        impl CpuKernel for $t {
-            fn run_cpu(&self, $a: &Args<'_>) -> Result<Buffer> {
+        impl Kernel<Args<'_>> for $t {
+            fn run(&self, $a: &Args<'_>) -> Result<Buffer> {
                 let $s = self;
                 Ok(wrap($body))
             }
@@ -71,13 +55,13 @@ kernel!(p::Matmul, |s, a| {
 });
 
 /// Views of the same host data: the input buffer is the output.
-impl CpuKernel for p::Reshape {
-    fn run_cpu(&self, a: &Args<'_>) -> Result<Buffer> {
+impl Kernel<Args<'_>> for p::Reshape {
+    fn run(&self, a: &Args<'_>) -> Result<Buffer> {
         Ok(a.raw[0].buffer.clone())
     }
 }
-impl CpuKernel for p::DeviceCopy {
-    fn run_cpu(&self, a: &Args<'_>) -> Result<Buffer> {
+impl Kernel<Args<'_>> for p::DeviceCopy {
+    fn run(&self, a: &Args<'_>) -> Result<Buffer> {
         Ok(a.raw[0].buffer.clone())
     }
 }

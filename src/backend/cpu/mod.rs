@@ -81,12 +81,8 @@ impl Backend for CpuBackend {
             raw: inputs,
             out,
         };
-        let result = kernels::run(op, &args)?;
-        debug_assert!(
-            result.as_any().downcast_ref::<CpuBuffer>().is_none_or(|b| b.data.dtype() == out.dtype),
-            "{}",
-            op.name()
-        );
+        let result = crate::backend::dispatch::<kernels::Args<'_>>(op, &args)?;
+        debug_assert_eq!(data(&result).map(CpuData::dtype).ok(), Some(out.dtype), "{}", op.name());
         Ok(vec![result])
     }
 

@@ -1,13 +1,14 @@
-//! The GPU kernel table: one [`GpuKernel`] impl per primitive, and the dispatch generated
-//! from [`crate::for_each_primitive!`] (a primitive without an impl here fails to compile).
+//! The GPU kernel table: one `Kernel<Args>` impl per primitive. `backend::dispatch`,
+//! generated from [`crate::for_each_primitive!`], runs them: a primitive without an impl
+//! here fails to compile.
 
 use std::sync::Arc;
 
 use super::buffer::GpuBuffer;
 use super::{copy, elementwise, fill, index, matmul, random, reduce};
-use crate::backend::{Buffer, Input};
+use crate::backend::{Buffer, Input, Kernel};
 use crate::error::Result;
-use crate::primitive::{self as p, MatmulPlan, Meta, Primitive};
+use crate::primitive::{self as p, MatmulPlan, Meta};
 use crate::stream::Stream;
 
 /// What a GPU kernel gets: the stream, typed inputs, their shapes, the raw inputs (for
@@ -26,28 +27,11 @@ impl Args<'_> {
     }
 }
 
-/// A primitive the GPU runs.
-trait GpuKernel {
-    fn run_gpu(&self, a: &Args<'_>) -> Result<Buffer>;
-}
-
-macro_rules! gpu_dispatch {
-    ($($(#[$doc:meta])* $v:ident($t:ty),)*) => {
-        /// Records `op` on the GPU.
-        pub(super) fn run(op: &Primitive, a: &Args<'_>) -> Result<Buffer> {
-            match op {
-                $(Primitive::$v(x) => x.run_gpu(a),)*
-            }
-        }
-    };
-}
-crate::for_each_primitive!(gpu_dispatch);
-
 /// Kernels that make a new buffer.
 macro_rules! kernel {
     ($t:ty, |$s:ident, $a:ident| $body:expr) => {
-        impl GpuKernel for $t {
-            fn run_gpu(&self, $a: &Args<'_>) -> Result<Buffer> {
+        impl Kernel<Args<'_>> for $t {
+            fn run(&self, $a: &Args<'_>) -> Result<Buffer> {
                 let $s = self;
                 Ok(Arc::new($body))
             }
@@ -75,13 +59,13 @@ kernel!(p::Matmul, |s, a| {
 });
 
 /// Views of the same device data: the input buffer is the output.
-impl GpuKernel for p::Reshape {
-    fn run_gpu(&self, a: &Args<'_>) -> Result<Buffer> {
+impl Kernel<Args<'_>> for p::Reshape {
+    fn run(&self, a: &Args<'_>) -> Result<Buffer> {
         Ok(a.raw[0].buffer.clone())
     }
 }
-impl GpuKernel for p::DeviceCopy {
-    fn run_gpu(&self, a: &Args<'_>) -> Result<Buffer> {
+impl Kernel<Args<'_>> for p::DeviceCopy {
+    fn run(&self, a: &Args<'_>) -> Result<Buffer> {
         Ok(a.raw[0].buffer.clone())
     }
 }

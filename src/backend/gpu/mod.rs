@@ -151,7 +151,7 @@ impl Backend for GpuBackend {
             raw: inputs,
             out,
         };
-        let result = kernels::run(op, &args)?;
+        let result = crate::backend::dispatch::<kernels::Args<'_>>(op, &args)?;
         announce_ready()?;
         Ok(vec![result])
     }
