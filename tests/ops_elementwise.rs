@@ -521,5 +521,10 @@ fn atan2_values() -> R {
     let r = Array::from_slice(&[1i32, -1], &[2, 1])?.atan2(2)?;
     assert_eq!((r.shape(), r.dtype()), (&[2usize, 1][..], DType::F32));
     assert_close(&f32s(&r), &[0.4636476, -0.4636476]);
+    // Shapes that do not broadcast are an error naming the op.
+    match farr(&[1.0; 3], &[3]).atan2(farr(&[1.0; 4], &[4])) {
+        Err(Error::Shape { op, .. }) => assert_eq!(op, "atan2"),
+        other => panic!("expected a shape error, got {other:?}"),
+    }
     Ok(())
 }
