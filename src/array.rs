@@ -66,16 +66,25 @@ thread_local! {
 /// Runs `f` with node retention on: nodes built inside keep `(primitive, inputs)` after
 /// they are evaluated, so a transform (autodiff, compile) can walk the graph it traced.
 /// Nodes built outside detach after eval, so an ordinary loop holds no history.
-#[allow(dead_code)] // the transforms (autodiff, compile) open these scopes
 pub(crate) fn retaining<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore;
+    with_retain_depth(RETAIN_DEPTH.with(|d| d.get()) + 1, f)
+}
+
+/// Runs `f` with node retention off, inside any [`retaining`] scope: `checkpoint` builds
+/// its forward pass so, letting the intermediate nodes go after eval (the backward pass
+/// recomputes them).
+pub(crate) fn not_retaining<R>(f: impl FnOnce() -> R) -> R {
+    with_retain_depth(0, f)
+}
+
+fn with_retain_depth<R>(depth: usize, f: impl FnOnce() -> R) -> R {
+    struct Restore(usize);
     impl Drop for Restore {
         fn drop(&mut self) {
-            RETAIN_DEPTH.with(|d| d.set(d.get() - 1));
+            RETAIN_DEPTH.with(|d| d.set(self.0));
         }
     }
-    RETAIN_DEPTH.with(|d| d.set(d.get() + 1));
-    let _restore = Restore;
+    let _restore = Restore(RETAIN_DEPTH.with(|d| d.replace(depth)));
     f()
 }
 impl Node {
@@ -139,7 +148,6 @@ impl Array {
 
     /// The primitive and inputs of this node, while it has them (pending, or evaluated
     /// inside a [`retaining`] scope). `None` for data and detached nodes.
-    #[allow(dead_code)] // for the transforms (autodiff, compile) that walk traced graphs
     pub(crate) fn graph(&self) -> Option<(Primitive, Vec<Array>)> {
         match &*self.0.lock() {
             State::Pending { op, inputs } => Some((op.clone(), inputs.clone())),

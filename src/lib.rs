@@ -28,10 +28,14 @@ pub mod dtype;
 pub mod error;
 pub mod eval;
 pub mod lifecycle;
+pub mod nn;
 pub mod ops;
+pub mod optim;
+pub mod params;
 pub mod primitive;
 pub mod shape;
 pub mod stream;
+pub mod transforms;
 
 pub use array::Array;
 pub use dtype::{DType, Element};
@@ -40,7 +44,11 @@ pub use eval::{async_eval, eval, primitives_run};
 pub use lifecycle::shutdown;
 pub use ops::random;
 pub use ops::*;
+pub use params::Params;
 pub use stream::{
     Device, DeviceKind, Stream, close_stream, current_stream, default_device, default_stream, disable_device,
     enable_device, new_stream, set_default_device, synchronize, with_stream,
+};
+pub use transforms::{
+    checkpoint, custom_vjp, grad, grad_params, jvp, stop_gradient, value_and_grad, value_and_grad_params, vjp,
 };

@@ -272,6 +272,15 @@ impl Array {
         View::of(self).permute(&perm).build()
     }
 
+    /// The axes reversed, as NumPy's `.T`: `transpose(&[])`. Arrays of rank below 2 are
+    /// returned as they are.
+    pub fn t(&self) -> Result<Array> {
+        if self.ndim() < 2 {
+            return Ok(self.clone());
+        }
+        self.transpose(&[])
+    }
+
     /// Swaps two axes.
     pub fn swapaxes(&self, axis1: isize, axis2: isize) -> Result<Array> {
         let a = normalize_axis("swapaxes", axis1, self.ndim())?;

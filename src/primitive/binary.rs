@@ -1,7 +1,8 @@
 //! `Binary` (elementwise ops of two inputs) and `Select` (`where`).
 
+use super::calculus::{add_opt, broadcast_opt};
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
+use super::{FusionClass, Meta, Partial, Rules, arity, unbroadcast};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -59,6 +60,48 @@ impl BinaryOp {
     }
 }
 
+impl Binary {
+    /// `(dy/da, dy/db)` for `y = op(a, b)`, elementwise in the output's shape.
+    fn partials(&self, a: &Array, b: &Array, y: &Array) -> Result<(Partial, Partial)> {
+        use BinaryOp::*;
+        use Partial::*;
+        if !y.dtype().is_float() {
+            return Ok((Zero, Zero));
+        }
+        Ok(match self.op {
+            Add => (Scale(1.0), Scale(1.0)),
+            Sub => (Scale(1.0), Scale(-1.0)),
+            Mul => (Times(b.clone()), Times(a.clone())),
+            Div => (Over(b.clone()), Times(y.div(b)?.neg()?)),
+            // b a^(b-1), taken as 0 where b = 0 (so 0^0 has slope 0, not NaN); y ln a,
+            // taken as 0 where a = 0 (y is 0 or 1 there, and the limit is 0 for b > 0).
+            Pow => {
+                let da = crate::where_(&b.eq(0.0)?, 0.0, &b.mul(&a.pow(&b.add(-1.0)?)?)?)?;
+                let safe_a = crate::where_(&a.eq(0.0)?, 1.0, a)?;
+                (Times(da), Times(y.mul(&safe_a.log()?)?))
+            }
+            // a - b floor(a / b): slope 1 in a and -floor(a / b) in b, away from the jumps.
+            Remainder => (Scale(1.0), Times(a.floor_divide(b)?.neg()?)),
+            FloorDivide => (Zero, Zero),
+            // The larger input takes the gradient; a tie gives it to `a`.
+            Maximum => {
+                let pick = a.ge(b)?;
+                (Times(pick.astype(y.dtype())?), Times(pick.logical_not()?.astype(y.dtype())?))
+            }
+            Minimum => {
+                let pick = a.le(b)?;
+                (Times(pick.astype(y.dtype())?), Times(pick.logical_not()?.astype(y.dtype())?))
+            }
+            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => (Zero, Zero),
+            // atan2(a, b) = angle of (b, a): d/da = b / r^2, d/db = -a / r^2.
+            Atan2 => {
+                let r2 = a.square()?.add(&b.square()?)?;
+                (Times(b.div(&r2)?), Times(a.div(&r2)?.neg()?))
+            }
+        })
+    }
+}
+
 /// Two inputs of one dtype, broadcast to the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Binary {
@@ -89,7 +132,19 @@ impl Rules for Binary {
         FusionClass::Elementwise
     }
 
-    derivatives_not_yet!();
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let (da, db) = self.partials(&primals[0], &primals[1], output)?;
+        let ga = da.apply(cotangent)?.map(|g| unbroadcast(&g, primals[0].shape())).transpose()?;
+        let gb = db.apply(cotangent)?.map(|g| unbroadcast(&g, primals[1].shape())).transpose()?;
+        Ok(vec![ga, gb])
+    }
+
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        let (da, db) = self.partials(&primals[0], &primals[1], output)?;
+        let ta = tangents[0].as_ref().map(|t| da.apply(t)).transpose()?.flatten();
+        let tb = tangents[1].as_ref().map(|t| db.apply(t)).transpose()?.flatten();
+        broadcast_opt(add_opt(ta, tb)?, output.shape())
+    }
 
     /// Ops with an exact formula in add, mul, comparisons `<`/`==`, logic and select.
     fn decompose(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
@@ -140,5 +195,23 @@ impl Rules for Select {
         FusionClass::Elementwise
     }
 
-    derivatives_not_yet!();
+    fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let (c, a, b) = (&primals[0], &primals[1], &primals[2]);
+        if !a.dtype().is_float() {
+            return Ok(vec![None, None, None]);
+        }
+        let ga = crate::where_(c, cotangent, 0.0)?;
+        let gb = crate::where_(c, 0.0, cotangent)?;
+        Ok(vec![None, Some(unbroadcast(&ga, a.shape())?), Some(unbroadcast(&gb, b.shape())?)])
+    }
+
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        if !output.dtype().is_float() || (tangents[1].is_none() && tangents[2].is_none()) {
+            return Ok(None);
+        }
+        let zero = || crate::full(&[], 0.0, output.dtype());
+        let ta = tangents[1].clone().map(Ok).unwrap_or_else(zero)?;
+        let tb = tangents[2].clone().map(Ok).unwrap_or_else(zero)?;
+        broadcast_opt(Some(crate::where_(&primals[0], &ta, &tb)?), output.shape())
+    }
 }

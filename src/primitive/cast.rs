@@ -1,6 +1,6 @@
 //! `AsType`: dtype conversion.
 
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
+use super::{FusionClass, Meta, Rules, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -24,5 +24,19 @@ impl Rules for AsType {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Elementwise
     }
-    derivatives_not_yet!();
+    /// Between floats the derivative is 1 (the cotangent converts back); to or from
+    /// integers and bool there is none.
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let from = primals[0].dtype();
+        if !from.is_float() || !output.dtype().is_float() {
+            return Ok(vec![None]);
+        }
+        Ok(vec![Some(cotangent.astype(from)?)])
+    }
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        if !primals[0].dtype().is_float() || !output.dtype().is_float() {
+            return Ok(None);
+        }
+        tangents[0].as_ref().map(|t| t.astype(self.dtype)).transpose()
+    }
 }

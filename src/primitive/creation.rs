@@ -1,6 +1,6 @@
 //! Sources without array inputs: `Full` and `Arange`.
 
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -27,11 +27,11 @@ impl Rules for Full {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
+    fn vjp(&self, _: &[Array], _: &Array, _: &Array) -> Result<Vec<Option<Array>>> {
         Ok(Vec::new())
     }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("full", "jvp"))
+    fn jvp(&self, _: &[Array], _: &Array, _: &[Option<Array>]) -> Result<Option<Array>> {
+        Ok(None)
     }
 }
 
@@ -60,10 +60,10 @@ impl Rules for Arange {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
+    fn vjp(&self, _: &[Array], _: &Array, _: &Array) -> Result<Vec<Option<Array>>> {
         Ok(Vec::new())
     }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("arange", "jvp"))
+    fn jvp(&self, _: &[Array], _: &Array, _: &[Option<Array>]) -> Result<Option<Array>> {
+        Ok(None)
     }
 }

@@ -1,7 +1,7 @@
 //! Indexing and joining: `Concatenate`, `Gather`, `Scatter`.
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
+use super::{AsStrided, FusionClass, Meta, Rules, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -30,6 +30,26 @@ fn check_axis(op: &'static str, axis: usize, ndim: usize) -> Result<()> {
         return Err(Error::Axis { op, axis: axis as isize, ndim });
     }
     Ok(())
+}
+
+/// Indices as `Gather` reads them: negative ones counted from the end, then clamped into
+/// `[0, n)`, in `I32` (so `Scatter` lands on the same positions).
+fn clamped(idx: &Array, n: usize) -> Result<Array> {
+    // Integer scalars, so the indices keep their dtype.
+    let (n, last) = (n as i64, n.saturating_sub(1) as i64);
+    match idx.dtype() {
+        DType::U32 => idx.minimum(last)?.astype(DType::I32),
+        _ => crate::where_(&idx.lt(0)?, &idx.add(n)?, idx)?.maximum(0)?.minimum(last),
+    }
+}
+
+/// True where `Scatter` applies an update: `-n <= i < n`.
+fn in_range(idx: &Array, n: usize) -> Result<Array> {
+    let n = n as i64;
+    match idx.dtype() {
+        DType::U32 => idx.lt(n),
+        _ => idx.ge(-n)?.logical_and(&idx.lt(n)?),
+    }
 }
 
 /// Inputs of one dtype and rank, equal except along `axis`; joined along it.
@@ -69,7 +89,36 @@ impl Rules for Concatenate {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    derivatives_not_yet!();
+    /// The cotangent's slab for each input.
+    fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        if !cotangent.dtype().is_float() {
+            return Ok(vec![None; primals.len()]);
+        }
+        let strides = crate::shape::contiguous_strides(cotangent.shape());
+        let mut start = 0;
+        let mut out = Vec::with_capacity(primals.len());
+        for p in primals {
+            let view = AsStrided {
+                shape: p.shape().to_vec(),
+                strides: strides.clone(),
+                offset: start * strides[self.axis] as usize,
+            };
+            start += p.shape()[self.axis];
+            out.push(Some(Array::from_op(view, vec![cotangent.clone()])?));
+        }
+        Ok(out)
+    }
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        if !output.dtype().is_float() || tangents.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let parts = primals
+            .iter()
+            .zip(tangents)
+            .map(|(p, t)| t.clone().map(Ok).unwrap_or_else(|| crate::full(p.shape(), 0.0, p.dtype())))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Array::from_op(*self, parts)?))
+    }
 }
 
 /// Inputs `(src, indices)`, same rank, `indices` (`I32` or `U32`) equal to `src`'s
@@ -110,7 +159,20 @@ impl Rules for Gather {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    derivatives_not_yet!();
+    /// Cotangents add back at the (clamped) positions read; indices get none.
+    fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let (src, idx) = (&primals[0], &primals[1]);
+        if !src.dtype().is_float() {
+            return Ok(vec![None, None]);
+        }
+        let at = clamped(idx, src.shape()[self.axis])?;
+        let zeros = crate::full(src.shape(), 0.0, src.dtype())?;
+        let add = Scatter { axis: self.axis, mode: ScatterMode::Add };
+        Ok(vec![Some(Array::from_op(add, vec![zeros, at, cotangent.clone()])?), None])
+    }
+    fn jvp(&self, primals: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        tangents[0].as_ref().map(|t| Array::from_op(*self, vec![t.clone(), primals[1].clone()])).transpose()
+    }
 }
 
 /// Inputs `(dst, indices, updates)`; `indices` and `updates` have one shape, equal to
@@ -156,5 +218,36 @@ impl Rules for Scatter {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    derivatives_not_yet!();
+    /// The destination's cotangent where no update landed (everywhere, for add); each
+    /// update's cotangent read back at its index (zero for dropped, out-of-range ones).
+    /// Where an assign repeats an index, every repeat gets the cotangent.
+    fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let (dst, idx, upd) = (&primals[0], &primals[1], &primals[2]);
+        if !dst.dtype().is_float() {
+            return Ok(vec![None, None, None]);
+        }
+        let n = dst.shape()[self.axis];
+        let g_dst = match self.mode {
+            ScatterMode::Add => cotangent.clone(),
+            ScatterMode::Assign => {
+                let zeros = crate::full(upd.shape(), 0.0, upd.dtype())?;
+                Array::from_op(*self, vec![cotangent.clone(), idx.clone(), zeros])?
+            }
+        };
+        let read = Array::from_op(Gather { axis: self.axis }, vec![cotangent.clone(), clamped(idx, n)?])?;
+        let g_upd = crate::where_(&in_range(idx, n)?, &read, 0.0)?;
+        Ok(vec![Some(g_dst), None, Some(g_upd)])
+    }
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        if !output.dtype().is_float() || (tangents[0].is_none() && tangents[2].is_none()) {
+            return Ok(None);
+        }
+        let or_zeros = |t: &Option<Array>, like: &Array| match t {
+            Some(t) => Ok(t.clone()),
+            None => crate::full(like.shape(), 0.0, like.dtype()),
+        };
+        let inputs =
+            vec![or_zeros(&tangents[0], &primals[0])?, primals[1].clone(), or_zeros(&tangents[2], &primals[2])?];
+        Ok(Some(Array::from_op(*self, inputs)?))
+    }
 }

@@ -1,6 +1,6 @@
 //! `Matmul` and [`MatmulPlan`], the geometry both backends run it with.
 
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
+use super::{FusionClass, Meta, Rules, arity, unbroadcast};
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::shape::{StridedIter, broadcast_shapes, broadcast_strides, merge_axes, numel};
@@ -46,7 +46,36 @@ impl Rules for Matmul {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
     }
-    derivatives_not_yet!();
+    /// With `C = A B` (A and B as the flags read them): `dA = G B^T`, `dB = A^T G`, each
+    /// built as one matmul whose flags read the stored operands in place, then transposed
+    /// back to the stored layout where an input is stored transposed, and summed over
+    /// batch axes the input was broadcast along.
+    fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let (a, b, g) = (&primals[0], &primals[1], cotangent);
+        let mm = |trans_a, trans_b, x: &Array, y: &Array| {
+            Array::from_op(Matmul { trans_a, trans_b }, vec![x.clone(), y.clone()])
+        };
+        let da = if self.trans_a {
+            // stored a = A^T, so da = (G B^T)^T = B G^T.
+            mm(self.trans_b, true, b, g)?
+        } else {
+            mm(false, !self.trans_b, g, b)?
+        };
+        let db = if self.trans_b {
+            // stored b = B^T, so db = (A^T G)^T = G^T A.
+            mm(true, self.trans_a, g, a)?
+        } else {
+            mm(!self.trans_a, false, a, g)?
+        };
+        Ok(vec![Some(unbroadcast(&da, a.shape())?), Some(unbroadcast(&db, b.shape())?)])
+    }
+    fn jvp(&self, primals: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        let ta =
+            tangents[0].as_ref().map(|t| Array::from_op(*self, vec![t.clone(), primals[1].clone()])).transpose()?;
+        let tb =
+            tangents[1].as_ref().map(|t| Array::from_op(*self, vec![primals[0].clone(), t.clone()])).transpose()?;
+        super::calculus::add_opt(ta, tb)
+    }
 }
 
 /// How a `Matmul` walks its operands: the one place both backends get the geometry.

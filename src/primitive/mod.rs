@@ -22,9 +22,11 @@
 //!   from the end. Gathering from an empty axis is refused by `infer`.
 
 mod binary;
+mod calculus;
 mod cast;
 mod creation;
 mod index;
+mod marker;
 mod matmul;
 mod random;
 mod reduce;
@@ -38,6 +40,7 @@ pub use binary::{Binary, BinaryOp, Select};
 pub use cast::AsType;
 pub use creation::{Arange, Full};
 pub use index::{Concatenate, Gather, Scatter, ScatterMode};
+pub use marker::{ArrayFn, CustomRule, Marker, MarkerKind, VjpFn};
 pub use matmul::{Matmul, MatmulPlan};
 pub use random::RandomBits;
 pub use reduce::{ArgReduce, ArgReduceOp, Reduce, ReduceOp, Scan, ScanOp};
@@ -48,6 +51,8 @@ pub use view::{AsStrided, DeviceCopy, Reshape};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+
+pub(crate) use calculus::{Partial, unbroadcast};
 
 /// Shape and dtype of a node, as a backend sees them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -97,13 +102,17 @@ pub trait Rules: Debug + Send + Sync + 'static {
     /// How the primitive may be fused.
     fn fusion_class(&self) -> FusionClass;
 
-    /// Vector-Jacobian product: given the primal inputs, the outputs and one cotangent
-    /// per output, one cotangent per input (`None` where the input gets no gradient).
-    fn vjp(&self, primals: &[Array], outputs: &[Array], cotangents: &[Array]) -> Result<Vec<Option<Array>>>;
+    /// Vector-Jacobian product: given the primal inputs, this node's output and the
+    /// cotangent of that output (same shape and dtype), one cotangent per input, in the
+    /// input's shape and dtype; `None` where the input gets none (integer inputs, indices,
+    /// keys, or a zero derivative). Built from ops, so rules run on any device and can be
+    /// differentiated again.
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>>;
 
-    /// Jacobian-vector product: given the primal inputs and one tangent per input (`None`
-    /// for a zero tangent), one tangent per output.
-    fn jvp(&self, primals: &[Array], tangents: &[Option<Array>]) -> Result<Vec<Array>>;
+    /// Jacobian-vector product: given the primal inputs, this node's output and one
+    /// tangent per input (`None` for a zero tangent), the output's tangent (`None` when
+    /// it is zero).
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>>;
 
     /// The same computation built from other primitives, for backends that lack a kernel
     /// for this one (see [`crate::backend::Backend::supports`]). `None` when there is no
@@ -112,26 +121,6 @@ pub trait Rules: Debug + Send + Sync + 'static {
     fn decompose(&self, _inputs: &[Array]) -> Option<Result<Vec<Array>>> {
         None
     }
-}
-
-/// `vjp` and `jvp` for a primitive whose derivative rules are not written yet: both
-/// return [`no_rule`]'s error. Kept as a visible line in each `impl Rules`, so the files
-/// still lacking rules are one grep away.
-macro_rules! derivatives_not_yet {
-    () => {
-        fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
-            Err($crate::primitive::no_rule(self.name(), "vjp"))
-        }
-        fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-            Err($crate::primitive::no_rule(self.name(), "jvp"))
-        }
-    };
-}
-pub(crate) use derivatives_not_yet;
-
-/// The `Err` a derivative slot returns until the transforms issue fills it.
-pub(crate) fn no_rule(op: &'static str, rule: &'static str) -> Error {
-    Error::Unsupported { backend: "transforms".into(), msg: format!("{op} has no {rule} rule yet") }
 }
 
 /// Checks the number of inputs a primitive got.
@@ -184,6 +173,9 @@ macro_rules! for_each_primitive {
             Scatter($crate::primitive::Scatter),
             /// Batched matrix product.
             Matmul($crate::primitive::Matmul),
+            /// One of its inputs, unchanged, with a transform rule of its own
+            /// (`stop_gradient`, `custom_vjp`, `checkpoint`).
+            Marker($crate::primitive::Marker),
         }
     };
 }
@@ -303,13 +295,8 @@ mod tests {
     }
 
     #[test]
-    fn derivative_slots_say_they_are_not_filled_yet() {
-        let p = Primitive::from(Unary { op: UnaryOp::Exp });
-        match p.rules().vjp(&[], &[], &[]) {
-            Err(crate::error::Error::Unsupported { msg, .. }) => assert_eq!(msg, "exp has no vjp rule yet"),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(p.fusion_class(), FusionClass::Elementwise);
+    fn fusion_classes() {
+        assert_eq!(Primitive::from(Unary { op: UnaryOp::Exp }).fusion_class(), FusionClass::Elementwise);
         assert_eq!(Primitive::from(Matmul::default()).fusion_class(), FusionClass::Opaque);
     }
 }

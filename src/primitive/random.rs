@@ -1,6 +1,6 @@
 //! `RandomBits`: counter-based random bits (reference: `backend/cpu/random.rs`).
 
-use super::{FusionClass, Meta, Rules, arity, no_rule};
+use super::{FusionClass, Meta, Rules, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -35,10 +35,10 @@ impl Rules for RandomBits {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
+    fn vjp(&self, _: &[Array], _: &Array, _: &Array) -> Result<Vec<Option<Array>>> {
         Ok(vec![None])
     }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule("random_bits", "jvp"))
+    fn jvp(&self, _: &[Array], _: &Array, _: &[Option<Array>]) -> Result<Option<Array>> {
+        Ok(None)
     }
 }

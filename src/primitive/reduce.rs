@@ -1,7 +1,7 @@
 //! Reductions: `Reduce` (over axes), `ArgReduce` and `Scan` (along one axis).
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet, no_rule};
+use super::{FusionClass, Gather, Meta, Rules, Scatter, ScatterMode, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -74,6 +74,32 @@ fn check_axis(op: &'static str, axis: usize, ndim: usize) -> Result<()> {
     Ok(())
 }
 
+impl Reduce {
+    /// `dy/dx` in `x`'s shape for prod, max and min (`y` keeps the reduced axes).
+    /// Max and min share the gradient evenly among tied extrema. Prod is exact with
+    /// zeros: the product of the other elements, which is `y / x` without zeros, the
+    /// product of the non-zeros at a lone zero, and 0 everywhere when two or more are 0.
+    fn partial(&self, x: &Array, y: &Array) -> Result<Array> {
+        let axes: Vec<isize> = self.axes.iter().map(|&a| a as isize).collect();
+        match self.op {
+            ReduceOp::Sum => crate::full(x.shape(), 1.0, x.dtype()),
+            ReduceOp::Max | ReduceOp::Min => {
+                let hit = x.eq(y)?.astype(x.dtype())?;
+                hit.div(&hit.sum(&axes, true)?)
+            }
+            ReduceOp::Prod => {
+                let zero = x.eq(0.0)?;
+                let zeros = zero.astype(x.dtype())?.sum(&axes, true)?;
+                let others = crate::where_(&zero, 1.0, x)?.prod(&axes, true)?;
+                let lone = crate::where_(&zero, &others.broadcast_to(x.shape())?, 0.0)?;
+                let none = y.div(&crate::where_(&zero, 1.0, x)?)?;
+                let d = crate::where_(&zeros.eq(0.0)?, &none, &crate::where_(&zeros.eq(1.0)?, &lone, 0.0)?)?;
+                d.broadcast_to(x.shape())
+            }
+        }
+    }
+}
+
 /// Reduction over `axes` (sorted, distinct); the output keeps them with size 1.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reduce {
@@ -103,7 +129,28 @@ impl Rules for Reduce {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
     }
-    derivatives_not_yet!();
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let x = &primals[0];
+        if !x.dtype().is_float() {
+            return Ok(vec![None]);
+        }
+        let g = cotangent.broadcast_to(x.shape())?;
+        Ok(vec![Some(match self.op {
+            ReduceOp::Sum => g,
+            ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => g.mul(&self.partial(x, output)?)?,
+        })])
+    }
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        let (x, Some(t)) = (&primals[0], &tangents[0]) else { return Ok(None) };
+        if !x.dtype().is_float() {
+            return Ok(None);
+        }
+        let t = match self.op {
+            ReduceOp::Sum => t.clone(),
+            ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => t.mul(&self.partial(x, output)?)?,
+        };
+        Ok(Some(Array::from_op(Reduce { op: ReduceOp::Sum, axes: self.axes.clone() }, vec![t])?))
+    }
 }
 
 /// Index of the extremum along `axis`; the output keeps it with size 1, dtype `U32`.
@@ -134,11 +181,34 @@ impl Rules for ArgReduce {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
     }
-    fn vjp(&self, _: &[Array], _: &[Array], _: &[Array]) -> Result<Vec<Option<Array>>> {
+    /// Indices have no gradient.
+    fn vjp(&self, _: &[Array], _: &Array, _: &Array) -> Result<Vec<Option<Array>>> {
         Ok(vec![None])
     }
-    fn jvp(&self, _: &[Array], _: &[Option<Array>]) -> Result<Vec<Array>> {
-        Err(no_rule(self.name(), "jvp"))
+    fn jvp(&self, _: &[Array], _: &Array, _: &[Option<Array>]) -> Result<Option<Array>> {
+        Ok(None)
+    }
+}
+
+impl Scan {
+    /// A running sum of `g` in the opposite direction.
+    fn flipped(&self, g: &Array) -> Result<Array> {
+        Array::from_op(Scan { op: ScanOp::Sum, axis: self.axis, reverse: !self.reverse }, vec![g.clone()])
+    }
+
+    /// For a running max or min `y` of `x`: for each output, the index along the axis
+    /// (`I32`) of the input it equals, the latest one the scan has reached.
+    fn sources(&self, x: &Array, y: &Array) -> Result<Array> {
+        let n = x.shape()[self.axis];
+        if n > i32::MAX as usize {
+            return Err(Error::unsupported("transforms", format!("a scan of length {n} needs 64-bit indices")));
+        }
+        let mut along = vec![1; x.ndim()];
+        along[self.axis] = n;
+        let iota = crate::arange(0.0, n as f64, 1.0, DType::I32)?.reshape_to(along)?.broadcast_to(x.shape())?;
+        let (fill, op) = if self.reverse { ((n - 1) as i64, ScanOp::Min) } else { (0, ScanOp::Max) };
+        let at = crate::where_(&x.eq(y)?, &iota, fill)?;
+        Array::from_op(Scan { op, axis: self.axis, reverse: self.reverse }, vec![at])
     }
 }
 
@@ -165,5 +235,36 @@ impl Rules for Scan {
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
     }
-    derivatives_not_yet!();
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        let x = &primals[0];
+        if !x.dtype().is_float() {
+            return Ok(vec![None]);
+        }
+        let g = cotangent;
+        Ok(vec![Some(match self.op {
+            // Each input adds into every later (earlier, reversed) output: a scan the other way.
+            ScanOp::Sum => self.flipped(g)?,
+            // y_i = prod_{j<=i} x_j: dy_i/dx_k = y_i / x_k. Not defined at zeros of x.
+            ScanOp::Prod => self.flipped(&g.mul(output)?)?.div(x)?,
+            ScanOp::Max | ScanOp::Min => {
+                let src = self.sources(x, output)?;
+                let zeros = crate::full(x.shape(), 0.0, x.dtype())?;
+                Array::from_op(Scatter { axis: self.axis, mode: ScatterMode::Add }, vec![zeros, src, g.clone()])?
+            }
+        })])
+    }
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        let (x, Some(t)) = (&primals[0], &tangents[0]) else { return Ok(None) };
+        if !x.dtype().is_float() {
+            return Ok(None);
+        }
+        let sum = Scan { op: ScanOp::Sum, ..*self };
+        Ok(Some(match self.op {
+            ScanOp::Sum => Array::from_op(sum, vec![t.clone()])?,
+            ScanOp::Prod => Array::from_op(sum, vec![t.div(x)?])?.mul(output)?,
+            ScanOp::Max | ScanOp::Min => {
+                Array::from_op(Gather { axis: self.axis }, vec![t.clone(), self.sources(x, output)?])?
+            }
+        }))
+    }
 }

@@ -1,7 +1,7 @@
 //! `Unary`: elementwise ops of one input.
 
 use super::table::op_table;
-use super::{FusionClass, Meta, Rules, arity, derivatives_not_yet};
+use super::{FusionClass, Meta, Rules, arity};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -74,6 +74,44 @@ impl UnaryOp {
     }
 }
 
+impl Unary {
+    /// `g * f'(x)` for `y = f(x)`: the vjp and the jvp of an elementwise op of one input
+    /// are the same product. `None` where the derivative is zero (piecewise-constant ops)
+    /// or undefined (bool outputs, integer inputs).
+    fn chain(&self, x: &Array, y: &Array, g: &Array) -> Result<Option<Array>> {
+        use UnaryOp::*;
+        use std::f64::consts::{LN_2, PI};
+        if !x.dtype().is_float() || !y.dtype().is_float() {
+            return Ok(None);
+        }
+        let one_minus = |a: &Array| a.mul(-1.0)?.add(1.0);
+        let d = match self.op {
+            Neg => return Ok(Some(g.neg()?)),
+            Abs => x.sign()?,
+            Sign | Floor | Ceil | Round | IsNan | IsInf | LogicalNot => return Ok(None),
+            Square => x.mul(2.0)?,
+            Exp => y.clone(),
+            Expm1 => y.add(1.0)?,
+            Log => return Ok(Some(g.div(x)?)),
+            Log1p => return Ok(Some(g.div(&x.add(1.0)?)?)),
+            Log2 => return Ok(Some(g.div(&x.mul(LN_2)?)?)),
+            Sqrt => return Ok(Some(g.div(&y.mul(2.0)?)?)),
+            // d/dx x^(-1/2) = -y / (2x).
+            Rsqrt => y.div(x)?.mul(-0.5)?,
+            Reciprocal => y.square()?.neg()?,
+            Sin => x.cos()?,
+            Cos => x.sin()?.neg()?,
+            Tan => y.square()?.add(1.0)?,
+            Tanh => one_minus(&y.square()?)?,
+            Sigmoid => y.mul(&one_minus(y)?)?,
+            Erf => x.square()?.neg()?.exp()?.mul(2.0 / PI.sqrt())?,
+            // erf'(y) = 2/sqrt(pi) e^(-y^2), so erfinv'(x) = sqrt(pi)/2 e^(y^2).
+            Erfinv => y.square()?.exp()?.mul(PI.sqrt() / 2.0)?,
+        };
+        Ok(Some(g.mul(&d)?))
+    }
+}
+
 /// One input, same shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Unary {
@@ -100,7 +138,16 @@ impl Rules for Unary {
         FusionClass::Elementwise
     }
 
-    derivatives_not_yet!();
+    fn vjp(&self, primals: &[Array], output: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
+        Ok(vec![self.chain(&primals[0], output, cotangent)?])
+    }
+
+    fn jvp(&self, primals: &[Array], output: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
+        match &tangents[0] {
+            Some(t) => self.chain(&primals[0], output, t),
+            None => Ok(None),
+        }
+    }
 
     /// Ops with an exact or standard formula in simpler primitives (full, add, mul, div,
     /// exp, log, sqrt, sin, cos, comparisons, select).

@@ -19,7 +19,7 @@ pub fn gpu_available() -> bool {
             // One line per test (each test runs on its own thread), however often asked.
             thread_local!(static SAID: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
             if !SAID.with(|s| s.replace(true)) {
-                println!("skipping gpu tests: {e}");
+                eprintln!("skipping gpu tests: {e}");
             }
             false
         }

@@ -65,3 +65,8 @@ impl Kernel<Args<'_>> for p::DeviceCopy {
         Ok(a.raw[0].buffer.clone())
     }
 }
+impl Kernel<Args<'_>> for p::Marker {
+    fn run(&self, a: &Args<'_>) -> Result<Buffer> {
+        Ok(a.raw[self.index].buffer.clone())
+    }
+}
