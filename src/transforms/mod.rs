@@ -31,13 +31,14 @@ pub use custom::{checkpoint, custom_vjp, stop_gradient};
 use crate::array::{Array, retaining};
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::primitive::Reshape;
+use crate::primitive::DeviceCopy;
 use crate::stream::with_stream;
 use tape::Tape;
 
-/// Stand-ins for the inputs: identity nodes (a reshape to the same shape, which no
-/// backend copies), so that the tape can tell the function's use of an input from any
-/// other path to the same array (MLX copies its primals for the same reason).
+/// Stand-ins for the inputs: identity nodes (a `Copy` to the input's own device, which
+/// passes the buffer through), so that the tape can tell the function's use of an input
+/// from any other path to the same array (MLX copies its primals for the same reason).
+/// Not a reshape: view ops look through pending reshapes and would skip the stand-in.
 fn stand_ins(op: &'static str, primals: &[Array]) -> Result<Vec<Array>> {
     primals
         .iter()
@@ -50,7 +51,7 @@ fn stand_ins(op: &'static str, primals: &[Array]) -> Result<Vec<Array>> {
                     format!("cannot differentiate with respect to input {i}: only float arrays have derivatives (convert it with astype)"),
                 ));
             }
-            with_stream(&p.stream(), || Array::from_op(Reshape { shape: p.shape().to_vec() }, vec![p.clone()]))
+            with_stream(&p.stream(), || Array::from_op(DeviceCopy, vec![p.clone()]))
         })
         .collect()
 }
