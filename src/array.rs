@@ -77,6 +77,11 @@ pub(crate) fn not_retaining<R>(f: impl FnOnce() -> R) -> R {
     with_retain_depth(0, f)
 }
 
+/// True inside a [`retaining`] scope (a transform is tracing on this thread).
+pub(crate) fn is_retaining() -> bool {
+    RETAIN_DEPTH.with(|d| d.get() > 0)
+}
+
 fn with_retain_depth<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     struct Restore(usize);
     impl Drop for Restore {

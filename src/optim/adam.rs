@@ -62,24 +62,29 @@ impl Moments {
         let mut new_params = Vec::with_capacity(params.len());
         let (mut new_m, mut new_v) = (Params::new(), Params::new());
         for ((name, p), g) in params.iter().zip(grads.values()) {
-            let mut p = p.clone();
-            let mut g = g.clone();
-            if c.weight_decay != 0.0 {
-                if c.decoupled {
-                    p = p.mul(1.0 - c.lr * c.weight_decay)?;
-                } else {
-                    g = g.add(&p.mul(c.weight_decay)?)?;
+            // On the parameter's own stream: the update runs where the parameter lives,
+            // whatever stream the caller has current.
+            crate::with_stream(&p.stream(), || -> Result<()> {
+                let mut p = p.clone();
+                let mut g = g.clone();
+                if c.weight_decay != 0.0 {
+                    if c.decoupled {
+                        p = p.mul(1.0 - c.lr * c.weight_decay)?;
+                    } else {
+                        g = g.add(&p.mul(c.weight_decay)?)?;
+                    }
                 }
-            }
-            // The previous moments are zero at the first step: the sums reduce to one term.
-            let gm = g.mul(1.0 - b1)?;
-            let gv = g.mul(&g)?.mul(1.0 - b2)?;
-            let (m, v) =
-                if fresh { (gm, gv) } else { (self.m[name].mul(b1)?.add(&gm)?, self.v[name].mul(b2)?.add(&gv)?) };
-            let denom = v.sqrt()?.div(bias_correction2_sqrt)?.add(c.eps)?;
-            new_params.push(p.sub(&m.div(&denom)?.mul(step_size)?)?);
-            new_m.insert(name, m);
-            new_v.insert(name, v);
+                // The previous moments are zero at the first step: the sums reduce to one term.
+                let gm = g.mul(1.0 - b1)?;
+                let gv = g.mul(&g)?.mul(1.0 - b2)?;
+                let (m, v) =
+                    if fresh { (gm, gv) } else { (self.m[name].mul(b1)?.add(&gm)?, self.v[name].mul(b2)?.add(&gv)?) };
+                let denom = v.sqrt()?.div(bias_correction2_sqrt)?.add(c.eps)?;
+                new_params.push(p.sub(&m.div(&denom)?.mul(step_size)?)?);
+                new_m.insert(name, m);
+                new_v.insert(name, v);
+                Ok(())
+            })?;
         }
         let step_array = step_array(t)?;
         // Everything is built: nothing below fails, so an error above changed nothing.

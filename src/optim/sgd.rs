@@ -124,20 +124,24 @@ impl Optimizer for Sgd {
         let mut new_params = Vec::with_capacity(params.len());
         let mut new_buffers = Params::new();
         for ((name, p), g) in params.iter().zip(grads.values()) {
-            let mut d = g.clone();
-            if lambda != 0.0 {
-                d = d.add(&p.mul(lambda)?)?;
-            }
-            if use_momentum {
-                let b = match self.buffers.get(name) {
-                    None => d.clone(),
-                    Some(b) if tau == 0.0 => b.mul(mu)?.add(&d)?,
-                    Some(b) => b.mul(mu)?.add(&d.mul(1.0 - tau)?)?,
-                };
-                d = if self.nesterov { d.add(&b.mul(mu)?)? } else { b.clone() };
-                new_buffers.insert(name, b);
-            }
-            new_params.push(p.sub(&d.mul(self.lr)?)?);
+            // On the parameter's own stream (see Adam).
+            crate::with_stream(&p.stream(), || -> Result<()> {
+                let mut d = g.clone();
+                if lambda != 0.0 {
+                    d = d.add(&p.mul(lambda)?)?;
+                }
+                if use_momentum {
+                    let b = match self.buffers.get(name) {
+                        None => d.clone(),
+                        Some(b) if tau == 0.0 => b.mul(mu)?.add(&d)?,
+                        Some(b) => b.mul(mu)?.add(&d.mul(1.0 - tau)?)?,
+                    };
+                    d = if self.nesterov { d.add(&b.mul(mu)?)? } else { b.clone() };
+                    new_buffers.insert(name, b);
+                }
+                new_params.push(p.sub(&d.mul(self.lr)?)?);
+                Ok(())
+            })?;
         }
         let step_array = step_array(self.step + 1)?;
         // Everything is built: nothing below fails, so an error above changed nothing.

@@ -28,7 +28,7 @@ mod tape;
 pub(crate) use custom::jvp_where_given;
 pub use custom::{checkpoint, custom_vjp, stop_gradient};
 
-use crate::array::{Array, retaining};
+use crate::array::{Array, is_retaining, not_retaining, retaining};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::primitive::DeviceCopy;
@@ -54,6 +54,17 @@ fn stand_ins(op: &'static str, primals: &[Array]) -> Result<Vec<Array>> {
             with_stream(&p.stream(), || Array::from_op(DeviceCopy, vec![p.clone()]))
         })
         .collect()
+}
+
+/// A traced output as the caller gets it. At top level, behind a node built outside the
+/// retaining scope: once evaluated it lets go of the traced graph, so a loss kept for
+/// logging does not keep a step's activations alive. Inside another transform, the
+/// output itself, which that transform's tape must be able to walk.
+fn handed_out(y: &Array) -> Result<Array> {
+    if is_retaining() {
+        return Ok(y.clone());
+    }
+    not_retaining(|| with_stream(&y.stream(), || Array::from_op(DeviceCopy, vec![y.clone()])))
 }
 
 /// Checks that `given` (cotangents or tangents) match `like` one to one in shape and dtype.
@@ -105,7 +116,7 @@ where
     check_matching("vjp", "cotangents", "outputs", cotangents, &outputs)?;
     let grads = Tape::trace(&outputs, &inputs).backward(&outputs, cotangents, &inputs)?;
     let grads = grads.into_iter().zip(primals).map(|(g, p)| or_zeros(g, p)).collect::<Result<_>>()?;
-    Ok((outputs, grads))
+    Ok((outputs.iter().map(handed_out).collect::<Result<_>>()?, grads))
 }
 
 /// Jacobian-vector product: `f(primals)` and, for `tangents` (one per primal, of its
@@ -129,7 +140,7 @@ where
     let outputs = retaining(|| f(&inputs))?;
     let tans = Tape::trace(&outputs, &inputs).forward(&inputs, tangents, &outputs)?;
     let tans = tans.into_iter().zip(&outputs).map(|(t, o)| or_zeros(t, o)).collect::<Result<_>>()?;
-    Ok((outputs, tans))
+    Ok((outputs.iter().map(handed_out).collect::<Result<_>>()?, tans))
 }
 
 /// Checks `argnums` against `n` inputs: in range, distinct, not empty.
@@ -181,7 +192,7 @@ where
     let seed = with_stream(&y.stream(), || crate::full(y.shape(), 1.0, y.dtype()))?;
     let grads = Tape::trace(&outputs, &inputs).backward(&outputs, &[seed], &inputs)?;
     let grads = grads.into_iter().zip(&wrt).map(|(g, p)| or_zeros(g, p)).collect::<Result<_>>()?;
-    Ok((y.clone(), grads))
+    Ok((handed_out(y)?, grads))
 }
 
 /// The gradient of scalar-valued `f` with respect to the inputs `argnums` names: a
