@@ -254,3 +254,30 @@ where
     let vg = value_and_grad_params(f);
     move |params: &Params| Ok(vg(params)?.1)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex, Weak};
+
+    use crate::array::{Array, Node};
+
+    /// A loss kept after a step (for logging) must not keep the step's activations
+    /// alive once the loss and the gradients are evaluated.
+    #[test]
+    fn a_kept_value_lets_go_of_the_traced_graph() {
+        let hidden: Arc<Mutex<Option<Weak<Node>>>> = Arc::default();
+        let h = hidden.clone();
+        let f = move |x: &[Array]| {
+            let act = x[0].exp()?;
+            *h.lock().unwrap() = Some(Arc::downgrade(&act.0));
+            act.sum(&[], false)
+        };
+        let x = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let (loss, grads) = super::value_and_grad(f, &[0])(&[x]).unwrap();
+        crate::eval(&[&loss, &grads[0]]).unwrap();
+        drop(grads);
+        let weak = hidden.lock().unwrap().take().unwrap();
+        assert!(weak.upgrade().is_none(), "the activation is freed while the loss is kept");
+        assert!((loss.item::<f32>().unwrap() - (1f32.exp() + 2f32.exp())).abs() < 1e-5);
+    }
+}
