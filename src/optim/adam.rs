@@ -143,66 +143,16 @@ pub struct Adam {
     state: Moments,
 }
 
-impl Default for Adam {
-    fn default() -> Adam {
-        Adam::new(1e-3)
-    }
-}
-
 impl Adam {
     /// Adam with learning rate `lr` and PyTorch's other defaults.
     pub fn new(lr: f64) -> Adam {
         Adam { lr, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, state: Moments::default() }
     }
 
-    /// With moment decay rates `betas`.
-    pub fn with_betas(mut self, beta1: f64, beta2: f64) -> Adam {
-        self.betas = (beta1, beta2);
-        self
-    }
-
-    /// With `eps`.
-    pub fn with_eps(mut self, eps: f64) -> Adam {
-        self.eps = eps;
-        self
-    }
-
     /// With (L2) weight decay `weight_decay`.
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Adam {
         self.weight_decay = weight_decay;
         self
-    }
-
-    fn config(&self) -> Config {
-        Config { lr: self.lr, betas: self.betas, eps: self.eps, weight_decay: self.weight_decay, decoupled: false }
-    }
-}
-
-impl Optimizer for Adam {
-    fn update(&mut self, params: &mut Params, grads: &Params) -> Result<()> {
-        let config = self.config();
-        self.state.update("Adam::update", &config, params, grads)
-    }
-
-    fn state(&self) -> Params {
-        self.state.state()
-    }
-
-    fn load_state(&mut self, state: Params) -> Result<()> {
-        self.state = Moments::load("Adam::load_state", state)?;
-        Ok(())
-    }
-
-    fn step_count(&self) -> u64 {
-        self.state.step
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_learning_rate(&mut self, lr: f64) {
-        self.lr = lr;
     }
 }
 
@@ -234,28 +184,10 @@ pub struct AdamW {
     state: Moments,
 }
 
-impl Default for AdamW {
-    fn default() -> AdamW {
-        AdamW::new(1e-3)
-    }
-}
-
 impl AdamW {
     /// AdamW with learning rate `lr` and PyTorch's other defaults (`weight_decay = 1e-2`).
     pub fn new(lr: f64) -> AdamW {
         AdamW { lr, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 1e-2, state: Moments::default() }
-    }
-
-    /// With moment decay rates `betas`.
-    pub fn with_betas(mut self, beta1: f64, beta2: f64) -> AdamW {
-        self.betas = (beta1, beta2);
-        self
-    }
-
-    /// With `eps`.
-    pub fn with_eps(mut self, eps: f64) -> AdamW {
-        self.eps = eps;
-        self
     }
 
     /// With decoupled weight decay `weight_decay`.
@@ -263,36 +195,66 @@ impl AdamW {
         self.weight_decay = weight_decay;
         self
     }
-
-    fn config(&self) -> Config {
-        Config { lr: self.lr, betas: self.betas, eps: self.eps, weight_decay: self.weight_decay, decoupled: true }
-    }
 }
 
-impl Optimizer for AdamW {
-    fn update(&mut self, params: &mut Params, grads: &Params) -> Result<()> {
-        let config = self.config();
-        self.state.update("AdamW::update", &config, params, grads)
-    }
+/// What Adam and AdamW share: the builders for betas and eps, `Default` (`new(1e-3)`) and
+/// the [`Optimizer`] impl over [`Moments`]; they differ only in how weight decay applies.
+macro_rules! adam_family {
+    ($t:ident, decoupled: $decoupled:expr) => {
+        impl Default for $t {
+            fn default() -> $t {
+                $t::new(1e-3)
+            }
+        }
 
-    fn state(&self) -> Params {
-        self.state.state()
-    }
+        impl $t {
+            /// With moment decay rates `betas`.
+            pub fn with_betas(mut self, beta1: f64, beta2: f64) -> $t {
+                self.betas = (beta1, beta2);
+                self
+            }
 
-    fn load_state(&mut self, state: Params) -> Result<()> {
-        self.state = Moments::load("AdamW::load_state", state)?;
-        Ok(())
-    }
+            /// With `eps`.
+            pub fn with_eps(mut self, eps: f64) -> $t {
+                self.eps = eps;
+                self
+            }
 
-    fn step_count(&self) -> u64 {
-        self.state.step
-    }
+            fn config(&self) -> Config {
+                let (lr, betas, eps, weight_decay) = (self.lr, self.betas, self.eps, self.weight_decay);
+                Config { lr, betas, eps, weight_decay, decoupled: $decoupled }
+            }
+        }
 
-    fn learning_rate(&self) -> f64 {
-        self.lr
-    }
+        impl Optimizer for $t {
+            fn update(&mut self, params: &mut Params, grads: &Params) -> Result<()> {
+                let config = self.config();
+                self.state.update(concat!(stringify!($t), "::update"), &config, params, grads)
+            }
 
-    fn set_learning_rate(&mut self, lr: f64) {
-        self.lr = lr;
-    }
+            fn state(&self) -> Params {
+                self.state.state()
+            }
+
+            fn load_state(&mut self, state: Params) -> Result<()> {
+                self.state = Moments::load(concat!(stringify!($t), "::load_state"), state)?;
+                Ok(())
+            }
+
+            fn step_count(&self) -> u64 {
+                self.state.step
+            }
+
+            fn learning_rate(&self) -> f64 {
+                self.lr
+            }
+
+            fn set_learning_rate(&mut self, lr: f64) {
+                self.lr = lr;
+            }
+        }
+    };
 }
+
+adam_family!(Adam, decoupled: false);
+adam_family!(AdamW, decoupled: true);
