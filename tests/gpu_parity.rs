@@ -69,16 +69,7 @@ fn compare(what: &str, dev: Device, want: &Host, got: &Host, tol: Tol) {
         return;
     }
     let tol = if want.dtype == DType::F16 && tol.rel < HALF.rel { HALF } else { tol };
-    for (i, (g, w)) in as_f64(got).into_iter().zip(as_f64(want)).enumerate() {
-        let ok = if w.is_nan() {
-            g.is_nan()
-        } else if w.is_infinite() {
-            g == w
-        } else {
-            (g - w).abs() <= tol.abs + tol.rel * w.abs()
-        };
-        assert!(ok, "{what} on {dev}: element {i}: got {g}, want {w} ({tol:?})");
-    }
+    common::assert_close(&format!("{what} on {dev}"), &as_f64(got), &as_f64(want), tol.rel, tol.abs);
 }
 
 /// Runs `f` on every device and compares each result with the CPU's.

@@ -35,18 +35,7 @@ fn close(dev: Device, what: &str, a: &Array, want: &[f32]) {
 /// f64 closeness (CPU only); NaN matches NaN, infinities exactly.
 fn close64(what: &str, a: &Array, want: &[f64]) {
     assert_eq!(a.dtype(), DType::F64, "{what}: dtype");
-    let got = a.to_vec::<f64>().unwrap();
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() {
-            g.is_nan()
-        } else if w.is_infinite() {
-            g == w
-        } else {
-            (g - w).abs() <= 1e-13 + 1e-12 * w.abs()
-        };
-        assert!(ok, "{what}: element {i}: got {g}, want {w}");
-    }
+    common::assert_close(what, &a.to_vec::<f64>().unwrap(), want, 1e-12, 1e-13);
 }
 
 fn f32s(v: &[f32], shape: &[usize]) -> Array {

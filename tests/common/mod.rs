@@ -40,9 +40,9 @@ pub fn on<T>(device: Device, f: impl FnOnce() -> Result<T>) -> Result<T> {
     lazuli::with_stream(&lazuli::default_stream(device)?, f)
 }
 
-/// Asserts `|got - want| <= abs + rel * |want|` elementwise; NaNs must match NaNs and
-/// infinities must match exactly.
-pub fn assert_close(what: &str, got: &[f32], want: &[f32], rel: f32, abs: f32) {
+/// Asserts `|got - want| <= abs + rel * |want|` elementwise (in `T`, f32 or f64); NaNs
+/// must match NaNs and infinities must match exactly.
+pub fn assert_close<T: num_traits::Float + std::fmt::Display>(what: &str, got: &[T], want: &[T], rel: T, abs: T) {
     assert_eq!(got.len(), want.len(), "{what}: length {} vs {}", got.len(), want.len());
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let ok = if w.is_nan() {
