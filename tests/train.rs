@@ -7,7 +7,35 @@ mod common;
 use common::{devices, on};
 use lazuli::nn::init::{self, FanMode};
 use lazuli::optim::{AdamW, Optimizer};
-use lazuli::{Array, DType, Params, Reduction, random};
+use lazuli::{Array, DType, Params, Reduction, Result, random};
+
+/// `steps` full-batch steps of `opt` on `loss`, the learning rate `lr(step)` each step,
+/// evaluating the new parameters and the loss together; the last loss.
+fn fit(
+    p: &mut Params,
+    opt: &mut AdamW,
+    steps: usize,
+    lr: impl Fn(usize) -> f64,
+    loss: impl Fn(&Params) -> Result<Array>,
+) -> Result<f32> {
+    let vg = lazuli::value_and_grad_params(loss);
+    let mut last = f32::NAN;
+    for i in 0..steps {
+        opt.set_learning_rate(lr(i));
+        let (l, g) = vg(p)?;
+        opt.update(p, &g)?;
+        let mut outs: Vec<&Array> = p.values().collect();
+        outs.push(&l);
+        lazuli::eval(&outs)?;
+        last = l.item::<f32>()?;
+    }
+    Ok(last)
+}
+
+/// The fraction of rows of `logits` whose largest entry is at the label `y` (int32).
+fn accuracy(logits: &Array, y: &Array) -> Result<f32> {
+    logits.argmax(1, false)?.astype(DType::I32)?.eq(y)?.astype(DType::F32)?.mean(&[], false)?.item::<f32>()
+}
 
 /// y = X w* + b* (no noise): 200 steps of AdamW from zero must find w* and b*.
 #[test]
@@ -21,13 +49,7 @@ fn regression_recovers_known_weights() {
             p.insert("w", lazuli::zeros(&[3, 1], DType::F32)?);
             p.insert("b", lazuli::zeros(&[1], DType::F32)?);
             let loss = move |p: &Params| lazuli::mse(&x.matmul(&p["w"])?.add(&p["b"])?, &y, Reduction::Mean);
-            let vg = lazuli::value_and_grad_params(loss);
-            let mut opt = AdamW::new(0.05).with_weight_decay(0.0);
-            for _ in 0..200 {
-                let (_, g) = vg(&p)?;
-                opt.update(&mut p, &g)?;
-                p.eval()?;
-            }
+            fit(&mut p, &mut AdamW::new(0.05).with_weight_decay(0.0), 200, |_| 0.05, loss)?;
             Ok((p["w"].to_vec::<f32>()?, p["b"].to_vec::<f32>()?))
         })
         .unwrap();
@@ -75,20 +97,9 @@ fn mlp_classifies_two_blobs() {
             let (xf, yf) = (x.clone(), y.clone());
             let logits = move |p: &Params| xf.matmul(&p["w1"])?.add(&p["b1"])?.relu()?.matmul(&p["w2"])?.add(&p["b2"]);
             let lf = logits.clone();
-            let vg =
-                lazuli::value_and_grad_params(move |p: &Params| lazuli::cross_entropy(&lf(p)?, &yf, Reduction::Mean));
-            let mut opt = AdamW::new(0.05);
-            let mut last = f32::INFINITY;
-            for _ in 0..150 {
-                let (l, g) = vg(&p)?;
-                opt.update(&mut p, &g)?;
-                lazuli::eval(&[&l])?;
-                p.eval()?;
-                last = l.item::<f32>()?;
-            }
-            let pred = logits(&p)?.argmax(1, false)?.astype(DType::I32)?;
-            let acc = pred.eq(&y)?.astype(DType::F32)?.mean(&[], false)?.item::<f32>()?;
-            Ok::<_, lazuli::Error>((last, acc))
+            let ce = move |p: &Params| lazuli::cross_entropy(&lf(p)?, &yf, Reduction::Mean);
+            let last = fit(&mut p, &mut AdamW::new(0.05), 150, |_| 0.05, ce)?;
+            Ok::<_, lazuli::Error>((last, accuracy(&logits(&p)?, &y)?))
         })
         .unwrap();
         assert!(loss < 0.2 && acc > 0.9, "{d:?}: loss {loss}, accuracy {acc}");
@@ -156,24 +167,10 @@ fn mlp_learns_iris() {
             let logits = |p: &Params, x: &Array| {
                 x.matmul(&p["l0.w"].t()?)?.add(&p["l0.b"])?.relu()?.matmul(&p["l1.w"].t()?)?.add(&p["l1.b"])
             };
-            let accuracy = |p: &Params, x: &Array, y: &Array| {
-                logits(p, x)?.argmax(1, false)?.astype(DType::I32)?.eq(y)?.astype(DType::F32)?.mean(&[], false)
-            };
-            let vg = lazuli::value_and_grad_params(|p: &Params| {
-                lazuli::cross_entropy(&logits(p, &x_train)?, &y_train, Reduction::Mean)
-            });
-            let mut opt = AdamW::new(0.05);
-            let mut loss = f32::INFINITY;
-            for _ in 0..60 {
-                let (l, g) = vg(&p)?;
-                opt.update(&mut p, &g)?;
-                let mut outs: Vec<&Array> = p.values().collect();
-                outs.push(&l);
-                lazuli::eval(&outs)?;
-                loss = l.item::<f32>()?;
-            }
-            let (train_acc, test_acc) = (accuracy(&p, &x_train, &y_train)?, accuracy(&p, &x_test, &y_test)?);
-            Ok::<_, lazuli::Error>((loss, train_acc.item::<f32>()?, test_acc.item::<f32>()?))
+            let ce = |p: &Params| lazuli::cross_entropy(&logits(p, &x_train)?, &y_train, Reduction::Mean);
+            let loss = fit(&mut p, &mut AdamW::new(0.05), 60, |_| 0.05, ce)?;
+            let train_acc = accuracy(&logits(&p, &x_train)?, &y_train)?;
+            Ok::<_, lazuli::Error>((loss, train_acc, accuracy(&logits(&p, &x_test)?, &y_test)?))
         })
         .unwrap();
         let (loss, train_acc, test_acc) = r;
@@ -207,21 +204,10 @@ fn regression_recovers_weights_through_noise() {
             let mut p = Params::new();
             p.insert("w", lazuli::zeros(&[4, 1], DType::F32)?);
             p.insert("b", lazuli::zeros(&[1], DType::F32)?);
-            let vg = lazuli::value_and_grad_params(|p: &Params| {
-                lazuli::mse(&x.matmul(&p["w"])?.add(&p["b"])?, &y, Reduction::Mean)
-            });
+            let loss = |p: &Params| lazuli::mse(&x.matmul(&p["w"])?.add(&p["b"])?, &y, Reduction::Mean);
             let steps = 150;
-            let mut opt = AdamW::new(0.1).with_weight_decay(0.0);
-            let mut mse = f32::NAN;
-            for i in 0..steps {
-                opt.set_learning_rate(0.1 * (1.0 - 0.99 * i as f64 / (steps - 1) as f64));
-                let (l, g) = vg(&p)?;
-                opt.update(&mut p, &g)?;
-                let mut outs: Vec<&Array> = p.values().collect();
-                outs.push(&l);
-                lazuli::eval(&outs)?;
-                mse = l.item::<f32>()?;
-            }
+            let lr = |i: usize| 0.1 * (1.0 - 0.99 * i as f64 / (steps - 1) as f64);
+            let mse = fit(&mut p, &mut AdamW::new(0.1).with_weight_decay(0.0), steps, lr, loss)?;
             Ok::<_, lazuli::Error>((p["w"].to_vec::<f32>()?, p["b"].item::<f32>()?, mse))
         })
         .unwrap();
