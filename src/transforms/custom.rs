@@ -109,7 +109,7 @@ pub(crate) fn jvp_where_given(f: &ArrayFn, args: &[Array], tangents: &[Option<Ar
 }
 
 /// `args` with the entries at `at` replaced by `with`, in order.
-fn substitute(args: &[Array], at: &[usize], with: &[Array]) -> Vec<Array> {
+pub(super) fn substitute(args: &[Array], at: &[usize], with: &[Array]) -> Vec<Array> {
     let mut full = args.to_vec();
     for (&i, a) in at.iter().zip(with) {
         full[i] = a.clone();

@@ -111,10 +111,27 @@ pub fn vjp<F>(f: F, primals: &[Array], cotangents: &[Array]) -> Result<(Vec<Arra
 where
     F: Fn(&[Array]) -> Result<Vec<Array>>,
 {
-    let inputs = stand_ins("vjp", primals)?;
+    pull_back("vjp", f, primals, |outputs| {
+        check_matching("vjp", "cotangents", "outputs", cotangents, outputs)?;
+        Ok(cotangents.to_vec())
+    })
+}
+
+/// Reverse mode: traces `f` at stand-ins for `primals`, asks `seed` for the cotangents
+/// of the outputs it built, and pulls them back to the primals.
+fn pull_back<F>(
+    op: &'static str,
+    f: F,
+    primals: &[Array],
+    seed: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
+) -> Result<(Vec<Array>, Vec<Array>)>
+where
+    F: Fn(&[Array]) -> Result<Vec<Array>>,
+{
+    let inputs = stand_ins(op, primals)?;
     let outputs = retaining(|| f(&inputs))?;
-    check_matching("vjp", "cotangents", "outputs", cotangents, &outputs)?;
-    let grads = Tape::trace(&outputs, &inputs).backward(&outputs, cotangents, &inputs)?;
+    let cotangents = seed(&outputs)?;
+    let grads = Tape::trace(&outputs, &inputs).backward(&outputs, &cotangents, &inputs)?;
     let grads = grads.into_iter().zip(primals).map(|(g, p)| or_zeros(g, p)).collect::<Result<_>>()?;
     Ok((outputs.iter().map(handed_out).collect::<Result<_>>()?, grads))
 }
@@ -167,11 +184,7 @@ where
     check_argnums(op, argnums, args.len())?;
     let wrt: Vec<Array> = argnums.iter().map(|&i| args[i].clone()).collect();
     let call = |x: &[Array]| {
-        let mut full = args.to_vec();
-        for (&i, a) in argnums.iter().zip(x) {
-            full[i] = a.clone();
-        }
-        let y = f(&full)?;
+        let y = f(&custom::substitute(args, argnums, x))?;
         if y.size() != 1 {
             return Err(Error::shape(
                 op,
@@ -186,13 +199,12 @@ where
         }
         Ok(vec![y])
     };
-    let inputs = stand_ins(op, &wrt)?;
-    let outputs = retaining(|| call(&inputs))?;
-    let y = &outputs[0];
-    let seed = with_stream(&y.stream(), || crate::full(y.shape(), 1.0, y.dtype()))?;
-    let grads = Tape::trace(&outputs, &inputs).backward(&outputs, &[seed], &inputs)?;
-    let grads = grads.into_iter().zip(&wrt).map(|(g, p)| or_zeros(g, p)).collect::<Result<_>>()?;
-    Ok((handed_out(y)?, grads))
+    let ones = |outputs: &[Array]| {
+        let y = &outputs[0];
+        Ok(vec![with_stream(&y.stream(), || crate::full(y.shape(), 1.0, y.dtype()))?])
+    };
+    let (mut value, grads) = pull_back(op, call, &wrt, ones)?;
+    Ok((value.remove(0), grads))
 }
 
 /// The gradient of scalar-valued `f` with respect to the inputs `argnums` names: a
