@@ -58,3 +58,11 @@ pub(crate) fn add_opt(a: Option<Array>, b: Option<Array>) -> Result<Option<Array
 pub(crate) fn broadcast_opt(t: Option<Array>, shape: &[usize]) -> Result<Option<Array>> {
     t.map(|t| if t.shape() == shape { Ok(t) } else { t.broadcast_to(shape) }).transpose()
 }
+
+/// A tangent or cotangent, `None` (zero) made explicit as zeros of `like`'s shape and dtype.
+pub(crate) fn or_zeros(d: Option<Array>, like: &Array) -> Result<Array> {
+    match d {
+        Some(d) => Ok(d),
+        None => like.zeros_like(),
+    }
+}

@@ -1,7 +1,7 @@
 //! Indexing and joining: `Concatenate`, `Gather`, `Scatter`.
 
 use super::table::op_table;
-use super::{AsStrided, FusionClass, Meta, Rules, arity};
+use super::{AsStrided, FusionClass, Meta, Rules, arity, or_zeros};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -112,11 +112,7 @@ impl Rules for Concatenate {
         if !output.dtype().is_float() || tangents.iter().all(Option::is_none) {
             return Ok(None);
         }
-        let parts = primals
-            .iter()
-            .zip(tangents)
-            .map(|(p, t)| t.clone().map(Ok).unwrap_or_else(|| crate::full(p.shape(), 0.0, p.dtype())))
-            .collect::<Result<Vec<_>>>()?;
+        let parts = primals.iter().zip(tangents).map(|(p, t)| or_zeros(t.clone(), p)).collect::<Result<Vec<_>>>()?;
         Ok(Some(Array::from_op(*self, parts)?))
     }
 }
@@ -166,7 +162,7 @@ impl Rules for Gather {
             return Ok(vec![None, None]);
         }
         let at = clamped(idx, src.shape()[self.axis])?;
-        let zeros = crate::full(src.shape(), 0.0, src.dtype())?;
+        let zeros = src.zeros_like()?;
         let add = Scatter { axis: self.axis, mode: ScatterMode::Add };
         Ok(vec![Some(Array::from_op(add, vec![zeros, at, cotangent.clone()])?), None])
     }
@@ -230,7 +226,7 @@ impl Rules for Scatter {
         let g_dst = match self.mode {
             ScatterMode::Add => cotangent.clone(),
             ScatterMode::Assign => {
-                let zeros = crate::full(upd.shape(), 0.0, upd.dtype())?;
+                let zeros = upd.zeros_like()?;
                 Array::from_op(*self, vec![cotangent.clone(), idx.clone(), zeros])?
             }
         };
@@ -242,12 +238,11 @@ impl Rules for Scatter {
         if !output.dtype().is_float() || (tangents[0].is_none() && tangents[2].is_none()) {
             return Ok(None);
         }
-        let or_zeros = |t: &Option<Array>, like: &Array| match t {
-            Some(t) => Ok(t.clone()),
-            None => crate::full(like.shape(), 0.0, like.dtype()),
-        };
-        let inputs =
-            vec![or_zeros(&tangents[0], &primals[0])?, primals[1].clone(), or_zeros(&tangents[2], &primals[2])?];
+        let inputs = vec![
+            or_zeros(tangents[0].clone(), &primals[0])?,
+            primals[1].clone(),
+            or_zeros(tangents[2].clone(), &primals[2])?,
+        ];
         Ok(Some(Array::from_op(*self, inputs)?))
     }
 }

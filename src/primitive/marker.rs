@@ -92,7 +92,7 @@ impl Rules for Marker {
         let cots = outs
             .iter()
             .enumerate()
-            .map(|(i, o)| if i == self.index { Ok(cotangent.clone()) } else { crate::full(o.shape(), 0.0, o.dtype()) })
+            .map(|(i, o)| if i == self.index { Ok(cotangent.clone()) } else { o.zeros_like() })
             .collect::<Result<Vec<_>>>()?;
         let grads = (rule.backward)(args, outs, &cots)?;
         if grads.len() != args.len() {

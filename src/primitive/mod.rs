@@ -52,7 +52,7 @@ use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
-pub(crate) use calculus::{Partial, unbroadcast};
+pub(crate) use calculus::{Partial, or_zeros, unbroadcast};
 
 /// Shape and dtype of a node, as a backend sees them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

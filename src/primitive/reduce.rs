@@ -248,7 +248,7 @@ impl Rules for Scan {
             ScanOp::Prod => self.flipped(&g.mul(output)?)?.div(x)?,
             ScanOp::Max | ScanOp::Min => {
                 let src = self.sources(x, output)?;
-                let zeros = crate::full(x.shape(), 0.0, x.dtype())?;
+                let zeros = x.zeros_like()?;
                 Array::from_op(Scatter { axis: self.axis, mode: ScatterMode::Add }, vec![zeros, src, g.clone()])?
             }
         })])

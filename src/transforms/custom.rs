@@ -94,7 +94,7 @@ fn vjp_wrt_floats(f: &ArrayFn, args: &[Array], cts: &[Array]) -> Result<Vec<Arra
         .enumerate()
         .map(|(i, a)| match floats.contains(&i) {
             true => Ok(grads.next().expect("one gradient per float input")),
-            false => crate::full(a.shape(), 0.0, a.dtype()),
+            false => a.zeros_like(),
         })
         .collect()
 }

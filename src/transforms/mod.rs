@@ -31,7 +31,7 @@ pub use custom::{checkpoint, custom_vjp, stop_gradient};
 use crate::array::{Array, is_retaining, not_retaining, retaining};
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::primitive::DeviceCopy;
+use crate::primitive::{DeviceCopy, or_zeros};
 use crate::stream::with_stream;
 use tape::Tape;
 
@@ -84,14 +84,6 @@ fn check_matching(op: &'static str, what: &str, of: &str, given: &[Array], like:
         }
     }
     Ok(())
-}
-
-/// `None` (no path from the input) as zeros of `like`'s shape and dtype.
-fn or_zeros(d: Option<Array>, like: &Array) -> Result<Array> {
-    match d {
-        Some(d) => Ok(d),
-        None => crate::full(like.shape(), 0.0, like.dtype()),
-    }
 }
 
 /// Vector-Jacobian product: `f(primals)` and, for `cotangents` (one per output, of its
