@@ -10,12 +10,14 @@ override ROP: u32 = REDUCE_SUM;
 @group(0) @binding(3) var<storage, read_write> OUT: array<T>;
 @group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
 
+@group(0) @binding(5) var<storage, read_write> OUT_A: array<A>;
+
+// The `_acc` entry points store the accumulator (f32 for f16) instead of rounding to T:
+// partial results of a multi-pass reduction round once, at the end (the host casts), so
+// f16 partial sums and products cannot leave f16's range or lose precision.
+
 // One thread per output (outer, inner); neighbours read neighbouring columns.
-@compute @workgroup_size(256)
-fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
-    let i = flat_id(wid, nwg, lid);
-    if i >= P.n { return; }
+fn line_acc(i: u32) -> A {
     let len = P.len;
     let inner = P.inner;
     let base = (i / inner) * len * inner + i % inner;
@@ -23,18 +25,32 @@ fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     for (var a = 0u; a < len; a++) {
         acc = acc_op(ROP, acc, to_acc(X[base + a * inner]));
     }
-    OUT[i] = from_acc(acc);
+    return acc;
+}
+
+@compute @workgroup_size(256)
+fn reduce_lines(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    OUT[i] = from_acc(line_acc(i));
+}
+
+@compute @workgroup_size(256)
+fn reduce_lines_acc(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    OUT_A[i] = line_acc(i);
 }
 
 var<workgroup> PART: array<A, 256>;
 
 // One workgroup per segment of a contiguous row (inner == 1), for long rows; output
 // [rows, segments] (the caller reduces the segments in a second pass when there are
-// several). Segments keep each thread's loop short.
-@compute @workgroup_size(256)
-fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-               @builtin(local_invocation_index) lid: u32) {
-    let row = wid.y * nwg.x + wid.x;
+// several). Segments keep each thread's loop short. Every thread of the group must call
+// this (barriers); the result is in thread 0's return value.
+fn row_acc(row: u32, lid: u32) -> A {
     // Every thread of the group reaches the barriers, so bound the row check, not the loop.
     let live = row < P.n;
     let len = P.len;
@@ -56,8 +72,26 @@ fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         }
         workgroupBarrier();
     }
-    if live && lid == 0u {
-        OUT[row] = from_acc(PART[0]);
+    return PART[0];
+}
+
+@compute @workgroup_size(256)
+fn reduce_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+    let row = wid.y * nwg.x + wid.x;
+    let acc = row_acc(row, lid);
+    if row < P.n && lid == 0u {
+        OUT[row] = from_acc(acc);
+    }
+}
+
+@compute @workgroup_size(256)
+fn reduce_rows_acc(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+    let row = wid.y * nwg.x + wid.x;
+    let acc = row_acc(row, lid);
+    if row < P.n && lid == 0u {
+        OUT_A[row] = acc;
     }
 }
 

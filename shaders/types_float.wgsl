@@ -67,42 +67,85 @@ fn erf_f32(x: f32) -> f32 {
     return sign(x) * (1.0 - y);
 }
 
+// expm1 near 0 from its Taylor series (|x| < 1/2: terms to x^10, relative error below
+// 1e-9), not Kahan's u - 1 scaled by x / log(u): that needs a log accurate near 1, and
+// Vulkan allows an absolute 2^-21 there (lavapipe gave expm1(-1e-30) = -6e-8). Beyond,
+// exp(x) - 1 loses at most two bits.
 fn expm1_f32(x: f32) -> f32 {
-    // Kahan: exact when exp and log are faithful.
+    if abs(x) < 0.5 {
+        var p = 1.0 / 39916800.0;
+        p = p * x + 1.0 / 3628800.0;
+        p = p * x + 1.0 / 362880.0;
+        p = p * x + 1.0 / 40320.0;
+        p = p * x + 1.0 / 5040.0;
+        p = p * x + 1.0 / 720.0;
+        p = p * x + 1.0 / 120.0;
+        p = p * x + 1.0 / 24.0;
+        p = p * x + 1.0 / 6.0;
+        p = p * x + 0.5;
+        return x + x * (x * p);
+    }
     let u = exp(x);
-    if u == 1.0 {
-        return x;
-    }
-    let um1 = u - 1.0;
-    if um1 == -1.0 {
-        return -1.0;
-    }
-    if f32_is_inf(u) {
+    if f32_is_inf(u) || f32_is_nan(u) {
         return u;
     }
-    return um1 * x / log(u);
+    return u - 1.0;
+}
+
+// Special cases of log and log2, decided on the bits (a flushing driver would see a
+// subnormal as zero): -inf at ±0, NaN below zero and for NaN, +inf at +inf.
+fn log_special(b: u32) -> f32 {
+    if (b & 0x7fffffffu) == 0u { return -f32_inf(); }
+    if b > 0x7f800000u { return f32_nan(); }
+    return f32_inf();
+}
+
+fn log_is_special(b: u32) -> bool {
+    return (b & 0x7fffffffu) == 0u || b >= 0x7f800000u;
 }
 
 fn log_f32(x: f32) -> f32 {
-    // Driver log is undefined at and below zero.
-    if x < 0.0 || f32_is_nan(x) {
-        return f32_nan();
-    }
-    if x == 0.0 {
-        return -f32_inf();
-    }
+    // Driver log is undefined at and below zero, and drivers that flush denormals give
+    // -inf or log(2^-126) for subnormals: those go through their integer significand
+    // (exact in f32), log(m * 2^-149).
+    let b = bitcast<u32>(x);
+    if log_is_special(b) { return log_special(b); }
+    if b < 0x00800000u { return log(f32(b)) - 103.27892990343185; }
     return log(x);
 }
 
+fn log2_f32(x: f32) -> f32 {
+    let b = bitcast<u32>(x);
+    if log_is_special(b) { return log_special(b); }
+    if b < 0x00800000u { return log2(f32(b)) - 149.0; }
+    return log2(x);
+}
+
+// log1p near 0 from 2 atanh(s), s = x / (2 + x) (|s| <= 1/3: terms to s^19), for the
+// same reason as expm1: the driver's log near 1 is only absolutely accurate. Beyond,
+// Kahan's form, the ratio (near 1) taken first so log(u) * x cannot overflow
+// (log1p(3e38) = 88.6).
 fn log1p_f32(x: f32) -> f32 {
-    let u = 1.0 + x;
-    if u == 1.0 {
-        return x;
+    if f32_is_nan(x) { return x; }
+    if abs(x) < 0.5 {
+        let t = x / (2.0 + x);
+        let z = t * t;
+        var p = 1.0 / 19.0;
+        p = p * z + 1.0 / 17.0;
+        p = p * z + 1.0 / 15.0;
+        p = p * z + 1.0 / 13.0;
+        p = p * z + 1.0 / 11.0;
+        p = p * z + 1.0 / 9.0;
+        p = p * z + 1.0 / 7.0;
+        p = p * z + 1.0 / 5.0;
+        p = p * z + 1.0 / 3.0;
+        return 2.0 * (t + t * (z * p));
     }
-    if f32_is_inf(u) || f32_is_nan(u) {
+    let u = 1.0 + x;
+    if f32_is_inf(u) || u <= 0.0 {
         return log_f32(u);
     }
-    return log_f32(u) * x / (u - 1.0);
+    return log_f32(u) * (x / (u - 1.0));
 }
 
 fn sqrt_f32(x: f32) -> f32 {
@@ -147,8 +190,33 @@ fn erfinv_f32(x: f32) -> f32 {
 }
 
 // atan2 with C99's signed zeros and infinities, which WGSL's builtin leaves undefined.
-fn atan2_f32(y: f32, x: f32) -> f32 {
-    if f32_is_nan(x) || f32_is_nan(y) { return f32_nan(); }
+// `v * 2^24` built from the bits, so a subnormal `v` survives a driver that flushes
+// subnormal operands to zero.
+fn scale_up_24(v: f32) -> f32 {
+    let b = bitcast<u32>(v);
+    if (b & 0x7f800000u) == 0u {
+        let m = ldexp(f32(b & 0x7fffffu), -125);
+        return select(m, -m, (b & 0x80000000u) != 0u);
+    }
+    return v * 16777216.0;
+}
+
+fn is_subnormal_f32(v: f32) -> bool {
+    let b = bitcast<u32>(v);
+    return (b & 0x7f800000u) == 0u && (b & 0x7fffffu) != 0u;
+}
+
+fn atan2_f32(y0: f32, x0: f32) -> f32 {
+    if f32_is_nan(x0) || f32_is_nan(y0) { return f32_nan(); }
+    // A subnormal operand would read as zero (atan2(1.2e-38, 1e-40) gave pi/2): scale
+    // both by 2^24, which leaves the angle alone (an operand that overflows was so much
+    // larger that the angle is its limit anyway).
+    var y = y0;
+    var x = x0;
+    if is_subnormal_f32(y) || is_subnormal_f32(x) {
+        y = scale_up_24(y);
+        x = scale_up_24(x);
+    }
     let pi = 3.14159265358979;
     if f32_is_inf(x) && f32_is_inf(y) {
         let q = select(0.25 * pi, 0.75 * pi, x < 0.0);
@@ -168,6 +236,146 @@ fn atan2_f32(y: f32, x: f32) -> f32 {
     return atan2(y, x);
 }
 
+// tanh from expm1: expm1(2x) / (expm1(2x) + 2) below 1 (no cancellation, so tiny
+// arguments give x, where the driver's (e^2x - 1) / (e^2x + 1) gave 3e-8 for 1e-30);
+// 1 - 2 / (e^2|x| + 1) beyond, whose limit is exactly 1 where e^2|x| overflows.
+fn tanh_f32(x: f32) -> f32 {
+    if f32_is_nan(x) { return x; }
+    let a = abs(x);
+    var t: f32;
+    if a < 1.0 {
+        let em = expm1_f32(2.0 * a);
+        t = em / (em + 2.0);
+    } else {
+        t = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+    }
+    return copysign_f32(t, x);
+}
+
+// Bits of 2/pi, most significant first: enough for the largest f32 exponent plus a
+// 128-bit window.
+const TWO_OVER_PI = array<u32, 7>(0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+                                  0x3c439041u, 0xfe5163abu);
+
+// a * b as (lo, hi) 32-bit words (WGSL has no 64-bit integers).
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+    let al = a & 0xffffu;
+    let ah = a >> 16u;
+    let bl = b & 0xffffu;
+    let bh = b >> 16u;
+    let ll = al * bl;
+    let lh = al * bh;
+    let hl = ah * bl;
+    let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
+    return vec2<u32>((mid << 16u) | (ll & 0xffffu), ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u));
+}
+
+// x mod pi/2 for finite |x| > pi/4 (Payne-Hanek): the 24-bit significand times a 128-bit
+// window of 2/pi, exact in integers, leaves the quadrant (2 bits) and a 62-bit fraction;
+// drivers' own reduction loses everything from about 2^31 up (sin gave exactly ±1).
+// Returns (r, q) with r in [-pi/4, pi/4] and x = r + q * pi/2 (mod 2 pi), q in 0..3.
+fn reduce_pio2(x: f32) -> vec2<f32> {
+    let b = bitcast<u32>(x) & 0x7fffffffu;
+    let m = (b & 0x7fffffu) | 0x800000u;
+    // |x| = m * 2^s; words wholly above 2^2 (multiples of 4 quarter turns) are skipped.
+    let s = i32(b >> 23u) - 150;
+    let k0 = select(0, (s - 2) / 32, s >= 2);
+    var w = TWO_OVER_PI;
+    let l3 = mul_wide(m, w[k0 + 3]);
+    let l2 = mul_wide(m, w[k0 + 2]);
+    let l1 = mul_wide(m, w[k0 + 1]);
+    let l0 = mul_wide(m, w[k0]);
+    // The 152-bit product, least significant word first, carries propagated.
+    var p: array<u32, 5>;
+    p[0] = l3.x;
+    p[1] = l3.y + l2.x;
+    var c = select(0u, 1u, p[1] < l2.x);
+    let t2 = l2.y + l1.x;
+    p[2] = t2 + c;
+    c = select(0u, 1u, t2 < l1.x || p[2] < t2);
+    let t3 = l1.y + l0.x;
+    p[3] = t3 + c;
+    c = select(0u, 1u, t3 < l0.x || p[3] < t3);
+    p[4] = l0.y + c;
+    // The binary point sits `point` bits up; take 2 integer and 62 fraction bits.
+    let point = 32 * (k0 + 4) - s;
+    let low = u32(point - 62);
+    let wi = low / 32u;
+    let off = low % 32u;
+    var lo = p[wi];
+    var hi = p[wi + 1u];
+    if off != 0u {
+        lo = (lo >> off) | (hi << (32u - off));
+        hi = (hi >> off) | (p[wi + 2u] << (32u - off));
+    }
+    var q = hi >> 30u;
+    var fh = hi & 0x3fffffffu;
+    var neg = false;
+    if fh >= 0x20000000u {
+        // Fraction >= 1/2: the next quadrant, minus (1 - fraction).
+        q += 1u;
+        neg = true;
+        let borrow = select(1u, 0u, lo == 0u);
+        lo = 0u - lo;
+        fh = 0x40000000u - fh - borrow;
+    }
+    // The 62-bit fraction to f32: normalise, then one rounding.
+    var f: f32;
+    if fh != 0u {
+        let z = countLeadingZeros(fh);
+        let top = (fh << z) | (lo >> (32u - z));
+        f = ldexp(f32(top), -30 - i32(z));
+    } else if lo != 0u {
+        let z = countLeadingZeros(lo);
+        f = ldexp(f32(lo << z), -62 - i32(z));
+    } else {
+        f = 0.0;
+    }
+    let r = f * 1.5707963267948966;
+    return vec2<f32>(select(r, -r, neg), f32(q & 3u));
+}
+
+// sin and cos on [-pi/4, pi/4] (Cephes' sinf/cosf polynomials).
+fn sin_poly(r: f32) -> f32 {
+    let z = r * r;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+
+fn cos_poly(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+}
+
+// (sin |x|, cos |x|) from the reduced argument; NaN for inf and NaN.
+fn sincos_abs(x: f32) -> vec2<f32> {
+    let a = abs(x);
+    if (bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u { return vec2<f32>(f32_nan(), f32_nan()); }
+    if a <= 0.7853981633974483 { return vec2<f32>(sin_poly(a), cos_poly(a)); }
+    let rq = reduce_pio2(a);
+    let sr = sin_poly(rq.x);
+    let cr = cos_poly(rq.x);
+    // Quadrants 0..3: (s, c), (c, -s), (-s, -c), (-c, s).
+    let q = u32(rq.y);
+    let v = select(vec2<f32>(sr, cr), vec2<f32>(cr, -sr), (q & 1u) != 0u);
+    return select(v, -v, q >= 2u);
+}
+
+fn sin_f32(x: f32) -> f32 {
+    // Odd: the sign of x (and of zero) carries over.
+    let s = sincos_abs(x).x;
+    return select(s, -s, x < 0.0 || (bitcast<u32>(x) == 0x80000000u));
+}
+
+fn cos_f32(x: f32) -> f32 {
+    return sincos_abs(x).y;
+}
+
+fn tan_f32(x: f32) -> f32 {
+    let sc = sincos_abs(x);
+    let t = sc.x / sc.y;
+    return select(t, -t, x < 0.0 || (bitcast<u32>(x) == 0x80000000u));
+}
+
 fn unary_f32(op: u32, x: f32) -> f32 {
     switch op {
         case UNARY_NEG: { return -x; }
@@ -184,11 +392,7 @@ fn unary_f32(op: u32, x: f32) -> f32 {
         case UNARY_EXPM1: { return expm1_f32(x); }
         case UNARY_LOG: { return log_f32(x); }
         case UNARY_LOG1P: { return log1p_f32(x); }
-        case UNARY_LOG2: {
-            let l = log_f32(x);
-            if f32_is_nan(l) || f32_is_inf(l) { return l; }
-            return log2(x);
-        }
+        case UNARY_LOG2: { return log2_f32(x); }
         case UNARY_SQRT: { return sqrt_f32(x); }
         case UNARY_RSQRT: {
             if x < 0.0 { return f32_nan(); }
@@ -196,14 +400,11 @@ fn unary_f32(op: u32, x: f32) -> f32 {
             if x == 0.0 { return 1.0 / x; }
             return 1.0 / sqrt(x);
         }
-        case UNARY_RECIPROCAL: { return 1.0 / x; }
-        case UNARY_SIN: { return sin(x); }
-        case UNARY_COS: { return cos(x); }
-        case UNARY_TAN: { return tan(x); }
-        case UNARY_TANH: {
-            if f32_is_nan(x) { return x; }
-            return tanh(clamp(x, -15.0, 15.0));
-        }
+        case UNARY_RECIPROCAL: { return div_f32(1.0, x); }
+        case UNARY_SIN: { return sin_f32(x); }
+        case UNARY_COS: { return cos_f32(x); }
+        case UNARY_TAN: { return tan_f32(x); }
+        case UNARY_TANH: { return tanh_f32(x); }
         case UNARY_SIGMOID: {
             // Split at 0 so exp never overflows.
             if x >= 0.0 { return 1.0 / (1.0 + exp(-x)); }
@@ -242,20 +443,25 @@ fn pow_f32(x: f32, y: f32) -> f32 {
         return f32_nan();
     }
     let ax = abs(x);
+    // Zero decided on the bits and the logarithm through log2_f32, so a subnormal base
+    // is not flushed to zero by the driver (pow(1e-40, 0.5) is 1e-20, pow(1e-40, -1) inf).
+    let zero = (bitcast<u32>(x) & 0x7fffffffu) == 0u;
     var r: f32;
-    if ax == 0.0 {
+    if zero {
         r = select(0.0, f32_inf(), y < 0.0);
     } else if f32_is_inf(ax) {
         r = select(f32_inf(), 0.0, y < 0.0);
     } else if f32_is_inf(y) {
+        // C99: +inf for |x| > 1, +0 for |x| < 1 (reversed for -inf), 1 for x = -1; the
+        // sign of x does not matter (an infinite y is an even integer).
         if ax == 1.0 { return 1.0; }
-        r = select(0.0, f32_inf(), (ax > 1.0) == (y > 0.0));
+        return select(0.0, f32_inf(), (ax > 1.0) == (y > 0.0));
     } else {
-        r = exp2(y * log2(ax));
+        r = exp2(y * log2_f32(ax));
     }
-    if x < 0.0 || (x == 0.0 && (bitcast<u32>(x) & 0x80000000u) != 0u) {
+    if (bitcast<u32>(x) & 0x80000000u) != 0u {
         if !is_int_f32(y) {
-            if ax == 0.0 || f32_is_inf(ax) { return r; }
+            if zero || f32_is_inf(ax) { return r; }
             return f32_nan();
         }
         // Odd integer exponents keep the sign.
@@ -320,13 +526,65 @@ fn fmod_f32(x: f32, y: f32) -> f32 {
     return bitcast<f32>(uxi | sx);
 }
 
+fn copysign_f32(m: f32, s: f32) -> f32 {
+    return bitcast<f32>((bitcast<u32>(m) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
+}
+
+// x / y, right at the extremes on every driver. Some drivers compute x * (1 / y), and
+// 1 / y flushes to zero for |y| > 2^126 (inf / 3e38 became NaN): both operands are
+// scaled by 1/4 there (exact unless x is tiny, when the quotient underflows anyway).
+// Subnormal divisors are scaled up by 2^24 (where the driver keeps denormals) so 1 / y
+// does not overflow; an x that overflows then has an infinite quotient anyway.
+fn div_f32(x: f32, y: f32) -> f32 {
+    let ay = abs(y);
+    var s = 1.0;
+    if ay > 8.507059e37 && !f32_is_inf(y) {
+        s = 0.25;
+    } else if ay < 1.1754944e-38 && ay != 0.0 {
+        s = 16777216.0;
+    }
+    return (x * s) / (y * s);
+}
+
+// NaN cases of fmod (x inf or NaN, y 0 or NaN), decided first on the bits: WGSL lets
+// compilers assume no NaN, so `m != 0.0` on a NaN m may come out false.
+fn fmod_is_nan(a: f32, b: f32) -> bool {
+    return f32_is_nan(a) || f32_is_nan(b) || f32_is_inf(a) || b == 0.0;
+}
+
 fn rem_f32(a: f32, b: f32) -> f32 {
-    // Sign follows the divisor (NumPy remainder).
+    // NumPy's npy_divmod: sign follows the divisor, from the exact fmod.
+    if fmod_is_nan(a, b) { return f32_nan(); }
     var r = fmod_f32(a, b);
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-        r += b;
+    if r != 0.0 {
+        if (r < 0.0) != (b < 0.0) { r += b; }
+    } else {
+        r = copysign_f32(0.0, b);
     }
     return r;
+}
+
+// NumPy's floor_divide for floats (npy_divmod): from the exact fmod, so a quotient that
+// rounds up (1 // 0.1 = 9, not 10) is corrected, with NumPy's NaNs and signed zeros.
+fn floor_div_f32(a: f32, b: f32) -> f32 {
+    if f32_is_nan(a) || f32_is_nan(b) { return f32_nan(); }
+    if b == 0.0 {
+        // a / ±0, with the sign of zero, made explicit.
+        if a == 0.0 { return f32_nan(); }
+        return copysign_f32(f32_inf(), bitcast<f32>(bitcast<u32>(a) ^ (bitcast<u32>(b) & 0x80000000u)));
+    }
+    if f32_is_inf(a) { return f32_nan(); }
+    let m = fmod_f32(a, b);
+    var d = div_f32(a - m, b);
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        d -= 1.0;
+    }
+    if d != 0.0 {
+        var fl = floor(d);
+        if d - fl > 0.5 { fl += 1.0; }
+        return fl;
+    }
+    return copysign_f32(0.0, div_f32(a, b));
 }
 
 fn max_f32(a: f32, b: f32) -> f32 {
@@ -346,10 +604,10 @@ fn binary_f32(op: u32, a: f32, b: f32) -> f32 {
         case BINARY_ADD: { return a + b; }
         case BINARY_SUB: { return a - b; }
         case BINARY_MUL: { return a * b; }
-        case BINARY_DIV: { return a / b; }
+        case BINARY_DIV: { return div_f32(a, b); }
         case BINARY_POW: { return pow_f32(a, b); }
         case BINARY_REMAINDER: { return rem_f32(a, b); }
-        case BINARY_FLOOR_DIVIDE: { return floor(a / b); }
+        case BINARY_FLOOR_DIVIDE: { return floor_div_f32(a, b); }
         case BINARY_MAXIMUM: { return max_f32(a, b); }
         case BINARY_MINIMUM: { return min_f32(a, b); }
         case BINARY_ATAN2: { return atan2_f32(a, b); }

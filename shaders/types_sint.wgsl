@@ -95,12 +95,9 @@ fn binary_t(op: u32, a: T, b: T) -> T {
     }
 }
 
-// Scatter-add saturates: the host adds in f64 and casts back with `as`.
+// Scatter-add wraps (two's complement), as the CPU's wrapping_add; WGSL's + wraps.
 fn scatter_add_t(a: T, b: T) -> T {
-    let s = a + b;
-    if a > 0 && b > 0 && s < 0 { return 2147483647; }
-    if a < 0 && b < 0 && s >= 0 { return I32_MIN; }
-    return s;
+    return a + b;
 }
 
 fn compare_t(op: u32, a: T, b: T) -> u32 {

@@ -80,11 +80,9 @@ fn binary_t(op: u32, a: T, b: T) -> T {
     }
 }
 
-// Scatter-add saturates: the host adds in f64 and casts back with `as`.
+// Scatter-add wraps, as the CPU's wrapping_add; WGSL's + wraps.
 fn scatter_add_t(a: T, b: T) -> T {
-    let s = a + b;
-    if s < a { return 0xffffffffu; }
-    return s;
+    return a + b;
 }
 
 fn compare_t(op: u32, a: T, b: T) -> u32 {

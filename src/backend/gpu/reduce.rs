@@ -12,6 +12,7 @@ use super::params::ReduceParams;
 use super::pipeline::pipeline;
 use super::shader::Kernel;
 use super::u32_param;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::primitive::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::shape::numel;
@@ -34,6 +35,26 @@ fn lines(op: &str, n: usize, len: usize, inner: usize) -> Result<ReduceParams> {
 }
 
 pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], axes: &[usize]) -> Result<GpuBuffer> {
+    if x.dtype == DType::F16 && !axes.is_empty() {
+        // Half types accumulate in f32 through every pass (segment partials, separate runs
+        // of axes) and round once: f16 partial sums overflowed or lost precision.
+        let wide = reduce_passes(s, op, x, shape, axes, true)?;
+        let n = shape.iter().enumerate().filter(|(a, _)| !axes.contains(a)).map(|(_, &d)| d).product();
+        return super::elementwise::astype(s, &wide, DType::F16, n);
+    }
+    reduce_passes(s, op, x, shape, axes, false)
+}
+
+/// The passes of [`reduce`]; with `widen`, a half-type input's first pass stores the f32
+/// accumulator and the later passes run in f32 (the result is then f32).
+fn reduce_passes(
+    s: &Stream,
+    op: ReduceOp,
+    x: &GpuBuffer,
+    shape: &[usize],
+    axes: &[usize],
+    widen: bool,
+) -> Result<GpuBuffer> {
     let ctx = context()?;
     // Runs of adjacent axes, as (first, last).
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -58,11 +79,16 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
         let inner = numel(&cur_shape[last + 1..]);
         let n_out = outer * inner;
         let src = cur.as_ref().unwrap_or(x);
-        let out = alloc(s, x.dtype, n_out)?;
+        // Widening: the pass over the f16 input stores f32 (the `_acc` entry points, slot
+        // 5); later passes read and write f32.
+        let acc = widen && src.dtype != DType::F32;
+        let (out_dtype, slot) = if widen { (DType::F32, if acc { 5 } else { 3 }) } else { (x.dtype, 3) };
+        let out = alloc(s, out_dtype, n_out)?;
         if inner == 1 && len >= WG_ROW_MIN {
-            let p = pipeline(ctx, Kernel::Reduce, x.dtype, "reduce_rows", &[("ROP", code)])?;
+            let entry = if acc { "reduce_rows_acc" } else { "reduce_rows" };
+            let p = pipeline(ctx, Kernel::Reduce, src.dtype, entry, &[("ROP", code)])?;
             let segs = len.div_ceil(SEGMENT);
-            let parts = if segs > 1 { alloc(s, x.dtype, n_out * segs)? } else { alloc(s, x.dtype, 0)? };
+            let parts = if segs > 1 { alloc(s, out_dtype, n_out * segs)? } else { alloc(s, out_dtype, 0)? };
             let target = if segs > 1 { &parts } else { &out };
             let w = ReduceParams {
                 n: u32_param("reduce", n_out * segs)?,
@@ -73,16 +99,17 @@ pub(crate) fn reduce(s: &Stream, op: ReduceOp, x: &GpuBuffer, shape: &[usize], a
             };
             // One workgroup per segment: the grid counts workgroups, not threads.
             let g = grid(ctx, n_out * segs * 256)?;
-            dispatch(ctx, &p, &w, &[(1, src), (3, target)], g)?;
+            dispatch(ctx, &p, &w, &[(1, src), (slot, target)], g)?;
             if segs > 1 {
-                // Partial results of each row, reduced in a second pass.
-                let r = reduce(s, op, &parts, &[n_out, segs], &[1])?;
+                // Partial results of each row, reduced in a second pass (in f32 when widening).
+                let r = reduce_passes(s, op, &parts, &[n_out, segs], &[1], widen)?;
                 super::encoder::copy(&r, &out, out.bytes)?;
             }
         } else {
-            let p = pipeline(ctx, Kernel::Reduce, x.dtype, "reduce_lines", &[("ROP", code)])?;
+            let entry = if acc { "reduce_lines_acc" } else { "reduce_lines" };
+            let p = pipeline(ctx, Kernel::Reduce, src.dtype, entry, &[("ROP", code)])?;
             let w = lines("reduce", n_out, len, inner)?;
-            dispatch_1d(ctx, &p, &w, &[(1, src), (3, &out)], n_out)?;
+            dispatch_1d(ctx, &p, &w, &[(1, src), (slot, &out)], n_out)?;
         }
         for d in &mut cur_shape[first..=last] {
             *d = 1;
