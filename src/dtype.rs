@@ -88,11 +88,21 @@ impl std::fmt::Display for DType {
     }
 }
 
-/// The result dtype of a binary op on `a` and `b`, following NumPy's rules for arrays
-/// (as MLX does): bool < integers < floats; `F16` with `BF16` gives `F32`. One
-/// exception, so that every device runs the result: `U32` with `I32` gives `I32`
-/// (wrapping, as JAX does with 64-bit types off), where NumPy gives `int64`, which the
-/// GPU does not have.
+/// The result dtype of a binary op on arrays of dtypes `a` and `b`: MLX's table (JAX's
+/// with 64-bit types off), not NumPy's. The lattice is bool < u32 < i32 < i64 < f16 <
+/// bf16 < f32 < f64 and the larger side wins, except that `F16` with `BF16` gives `F32`.
+/// Where NumPy differs (it widens so that every value of both inputs is representable):
+///
+/// | inputs | lazuli (MLX) | NumPy |
+/// | --- | --- | --- |
+/// | u32, i32 or i64 with f32 | f32 | f64 |
+/// | u32, i32 or i64 with f16 | f16 | f64 |
+/// | u32 with i32 | i32 (wrapping above 2^31) | i64 |
+/// | f16 with bf16 | f32 | (no bf16) |
+///
+/// So integer values beyond the float's precision round (an i32 of 2^24 + 1 plus 0.0f32
+/// is 2^24). `u32` with `i32` gives `i32` so that every device runs the result (the GPU
+/// has no i64). Scalar operands are weakly typed (see the ops module docs).
 pub fn promote(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
@@ -174,8 +184,24 @@ pod_element!(f64, DType::F64, |x: f64| x, |v: f64| v);
 pod_element!(i32, DType::I32, |x: i32| x as f64, |v: f64| v as i32);
 pod_element!(u32, DType::U32, |x: u32| x as f64, |v: f64| v as u32);
 pod_element!(i64, DType::I64, |x: i64| x as f64, |v: f64| v as i64);
-pod_element!(f16, DType::F16, |x: f16| x.to_f64(), f16::from_f64);
-pod_element!(bf16, DType::BF16, |x: bf16| x.to_f64(), bf16::from_f64);
+// half's own `from_f64` looks at the top 32 bits of the f64 only, so a value just above a
+// tie (its deciding bits below those) rounds the wrong way: f32 1 + 2^-8 + 2^-23 became
+// bf16 1.0. Rounding to odd into f32 first keeps the one correct rounding.
+pod_element!(f16, DType::F16, |x: f16| x.to_f64(), |v: f64| f16::from_f32(f64_to_f32_odd(v)));
+pod_element!(bf16, DType::BF16, |x: bf16| x.to_f64(), |v: f64| bf16::from_f32(f64_to_f32_odd(v)));
+
+/// `v` as `f32` rounded to odd: when inexact, the neighbour whose last bit is 1. Rounding
+/// that once more to a format with at least two bits less precision (f16, bf16) equals
+/// rounding `v` directly (Boldo & Melquiond, "Emulation of FMA and correctly rounded
+/// sums: proved algorithms using rounding to odd", IEEE TC 2008).
+pub(crate) fn f64_to_f32_odd(v: f64) -> f32 {
+    let r = v as f32;
+    if !r.is_finite() || r as f64 == v || r.to_bits() & 1 == 1 {
+        return r;
+    }
+    // Rounded to nearest gave the even neighbour: the odd one lies on v's side.
+    if (r as f64) < v { r.next_up() } else { r.next_down() }
+}
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -196,6 +222,23 @@ impl Element for bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrowing_rounds_once() {
+        // Just above a tie only in the bits half's f64 path ignores.
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-23);
+        assert_eq!(bf16::from_f64(x).to_f64(), 1.0, "half's own conversion (why we do not use it)");
+        assert_eq!(<bf16 as Element>::from_f64(x).to_f64(), 1.0 + 2f64.powi(-7));
+        let y = 1.0 + 2f64.powi(-11) + 2f64.powi(-23);
+        assert_eq!(<f16 as Element>::from_f64(y).to_f64(), 1.0 + 2f64.powi(-10));
+        // Exact ties still go to even; overflow and NaN carry through.
+        assert_eq!(<bf16 as Element>::from_f64(1.0 + 2f64.powi(-8)).to_f64(), 1.0);
+        assert_eq!(<f16 as Element>::from_f64(1e6).to_f64(), f64::INFINITY);
+        assert!(<bf16 as Element>::from_f64(f64::NAN).to_f64().is_nan());
+        // f64 values near f32's edges.
+        assert_eq!(f64_to_f32_odd(1e-50), f32::from_bits(1));
+        assert_eq!(f64_to_f32_odd(-1e300), f32::NEG_INFINITY);
+    }
 
     #[test]
     fn promotion_follows_numpy() {

@@ -38,7 +38,7 @@ pub mod stream;
 pub mod transforms;
 
 pub use array::Array;
-pub use dtype::{DType, Element};
+pub use dtype::{DType, Element, promote};
 pub use error::{Error, Result};
 pub use eval::{async_eval, eval, primitives_run};
 pub use lifecycle::shutdown;

@@ -114,7 +114,8 @@ fn triangles() {
     check(b.tril(0), &[2, 2, 2], &[1, 0, 3, 4, 5, 0, 7, 8]);
     let f = Array::from_slice(&[1.5f32, 2.5, 3.5, 4.5], &[2, 2]).unwrap();
     assert_eq!(f.tril(0).unwrap().to_vec::<f32>().unwrap(), vec![1.5, 0.0, 3.5, 4.5]);
+    // A 1-D array is every row of an n x n matrix (NumPy).
     let v = ints(&[1, 2, 3], &[3]);
-    assert!(matches!(v.triu(0), Err(Error::Shape { .. })));
+    check(v.triu(1), &[3, 3], &[0, 2, 3, 0, 0, 3, 0, 0, 0]);
     assert!(matches!(Array::scalar(1i32).unwrap().tril(0), Err(Error::Shape { .. })));
 }

@@ -1,7 +1,8 @@
 //! Indexing ops: take, take_along_axis, scatter (lowered to `Gather` / `Scatter`), and
 //! triangle masks (lowered to `Arange` comparisons and `Select`).
 //!
-//! Indices are `I32` or `U32` (`I64` is converted to `I32`). Following the primitives,
+//! Indices are `I32` or `U32` (`I64` is saturated into `I32`, so an index beyond
+//! `i32`'s range is out of range like any other). Following the primitives,
 //! negative indices count from the end, out-of-range reads clamp (NumPy's `mode="clip"`)
 //! and out-of-range scatter updates are dropped: no data-dependent error exists.
 
@@ -15,7 +16,9 @@ use crate::shape::{broadcast_shapes, normalize_axis, numel};
 fn index_array(op: &'static str, indices: &Array) -> Result<Array> {
     match indices.dtype() {
         DType::I32 | DType::U32 => Ok(indices.clone()),
-        DType::I64 => indices.astype(DType::I32),
+        // Saturated into int32 first: a plain cast wraps, so 2^32 + 1 would read index 1
+        // instead of clamping (or dropping, for scatter) like any out-of-range index.
+        DType::I64 => indices.clip(Some(i32::MIN as f64), Some(i32::MAX as f64))?.astype(DType::I32),
         DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
             Err(Error::dtype(op, indices.dtype(), "indices must be int32, uint32 or int64"))
         }
@@ -151,24 +154,26 @@ impl Array {
     }
 
     /// The upper triangle of the last two axes: elements with `col - row >= k` are kept,
-    /// the rest set to zero.
+    /// the rest set to zero. A 1-D array of length `n` is taken as every row of an
+    /// `n x n` matrix, giving `[n, n]` (as NumPy).
     pub fn triu(&self, k: isize) -> Result<Array> {
         self.triangle("triu", k, BinaryOp::Ge)
     }
 
     /// The lower triangle of the last two axes: elements with `col - row <= k` are kept,
-    /// the rest set to zero.
+    /// the rest set to zero. A 1-D array gives `[n, n]` as in [`Array::triu`].
     pub fn tril(&self, k: isize) -> Result<Array> {
         self.triangle("tril", k, BinaryOp::Le)
     }
 
     /// Keeps elements where `cmp(col, row + k)` holds.
     fn triangle(&self, op: &'static str, k: isize, cmp: BinaryOp) -> Result<Array> {
-        let nd = self.ndim();
-        if nd < 2 {
-            return Err(Error::shape(op, format!("needs at least 2 dimensions, got shape {:?}", self.shape())));
-        }
-        let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
+        let (m, n) = match self.shape() {
+            [] => return Err(Error::shape(op, "needs at least 1 dimension, got a 0-d array")),
+            // NumPy masks an n x n triangle and broadcasts the row against it.
+            &[n] => (n, n),
+            [.., m, n] => (*m, *n),
+        };
         // I32 arithmetic saturates a huge k, which still keeps all or nothing.
         let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![m, 1], dtype: DType::I32 }, vec![])?;
         let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, n], dtype: DType::I32 }, vec![])?;

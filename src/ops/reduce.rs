@@ -15,6 +15,10 @@ use crate::shape::{normalize_axes, normalize_axis};
 use super::binary::where_;
 use super::creation::full;
 
+/// Most elements an integer mean sums exactly (see [`Array::mean`]): 2^15 values of
+/// 16-bit halves sum within 32 bits.
+const EXACT_INT_MEAN: usize = 1 << 15;
+
 /// A reduction's normalised axes and shapes.
 struct Plan {
     axes: Vec<usize>,
@@ -117,28 +121,61 @@ impl Array {
     }
 
     /// Mean over `axes` (empty: all). Float-valued; NaN for no elements.
+    ///
+    /// Accumulation: f16 and bf16 sum in f32 and round once at the end (a 16-bit partial
+    /// sum overflows at 65504). Integers (and bool) give `F32` and are summed exactly
+    /// while at most 2^15 elements meet in one output (as 16-bit halves in 32-bit
+    /// integer sums), so the result is within about one f32 rounding of the true mean
+    /// even when large values cancel; longer reductions sum in f32.
     pub fn mean(&self, axes: &[isize], keepdims: bool) -> Result<Array> {
         let p = plan("mean", self.shape(), axes, keepdims)?;
-        let x = self.to_float()?;
+        let out_dtype = self.dtype().to_float();
         if p.count == 0 {
-            return full(&p.out, f64::NAN, x.dtype());
+            return full(&p.out, f64::NAN, out_dtype);
         }
-        x.reduce_with(ReduceOp::Sum, &p)?.div(p.count as f64)
+        let sum = match self.dtype() {
+            DType::Bool | DType::U32 | DType::I32 | DType::I64 if p.count <= EXACT_INT_MEAN => {
+                self.exact_int_sum(&p)?
+            }
+            DType::F16 | DType::BF16 => self.astype(DType::F32)?.reduce_with(ReduceOp::Sum, &p)?,
+            DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F32 | DType::F64 => {
+                self.to_float()?.reduce_with(ReduceOp::Sum, &p)?
+            }
+        };
+        sum.div(p.count as f64)?.astype(out_dtype)
     }
 
+    /// The sum of an integer array over the plan's axes as `F32`, from the exact integer
+    /// sums of its high and low 16-bit halves (each fits 32 bits for up to 2^15 terms),
+    /// combined with at most two roundings. Summing f32 conversions instead rounds every
+    /// element beyond 2^24 and every partial sum: 7 values near ±2^31 whose true sum is -7
+    /// gave -8 on one device and -6 on another.
+    fn exact_int_sum(&self, p: &Plan) -> Result<Array> {
+        let x = if self.dtype() == DType::Bool { self.astype(DType::I32)? } else { self.clone() };
+        // Python-style floor division and remainder: hi * 65536 + lo == x, 0 <= lo < 65536.
+        let hi = x.floor_divide(65536)?.reduce_with(ReduceOp::Sum, p)?;
+        let lo = x.remainder(65536)?.reduce_with(ReduceOp::Sum, p)?;
+        hi.astype(DType::F32)?.mul(65536.0)?.add(&lo.astype(DType::F32)?)
+    }
     /// Variance over `axes` (empty: all) with `ddof` delta degrees of freedom:
     /// `sum((x - mean)^2) / (n - ddof)`. Float-valued; inf or NaN when `n <= ddof`
-    /// (NumPy warns and gives the same).
+    /// (NumPy warns and gives the same). Accumulates as [`Array::mean`] does: f16 and
+    /// bf16 in f32, rounded once.
     pub fn var(&self, axes: &[isize], keepdims: bool, ddof: usize) -> Result<Array> {
         let p = plan("var", self.shape(), axes, keepdims)?;
-        let x = self.to_float()?;
+        let out_dtype = self.dtype().to_float();
         if p.count == 0 {
-            return full(&p.out, f64::NAN, x.dtype());
+            return full(&p.out, f64::NAN, out_dtype);
         }
-        let mean = x.mean(axes, true)?;
+        let x = match self.dtype() {
+            DType::F16 | DType::BF16 => self.astype(DType::F32)?,
+            DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F32 | DType::F64 => self.to_float()?,
+        };
+        // Integers take their exact mean (already F32); floats the mean of `x`.
+        let mean = if self.dtype().is_float() { x.mean(axes, true)? } else { self.mean(axes, true)? };
         let dev = x.sub(&mean)?.square()?;
         let denom = p.count.saturating_sub(ddof) as f64;
-        dev.reduce_with(ReduceOp::Sum, &p)?.div(denom)
+        dev.reduce_with(ReduceOp::Sum, &p)?.div(denom)?.astype(out_dtype)
     }
 
     /// Standard deviation: `sqrt(var(axes, keepdims, ddof))`.
@@ -199,9 +236,12 @@ impl Array {
         self.arg_reduce("argmin", ArgReduceOp::ArgMin, axis, keepdims)
     }
 
+    /// A 0-d input scans as one element (`[1]`, as NumPy's flattening `cumsum`), so
+    /// axis 0 or -1 of a 0-d array is accepted.
     fn scan(&self, name: &'static str, op: ScanOp, axis: isize, reverse: bool) -> Result<Array> {
-        let axis = normalize_axis(name, axis, self.ndim())?;
-        Array::from_op(Scan { op, axis, reverse }, vec![self.clone()])
+        let x = if self.ndim() == 0 && (axis == 0 || axis == -1) { self.reshape_to(vec![1])? } else { self.clone() };
+        let axis = normalize_axis(name, axis, x.ndim())?;
+        Array::from_op(Scan { op, axis, reverse }, vec![x])
     }
 
     /// Inclusive cumulative sum along `axis` (from the end if `reverse`). Bool sums as `I32`.

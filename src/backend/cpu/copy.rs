@@ -87,7 +87,7 @@ pub(super) fn scatter(ins: &[&CpuData], shapes: &[&[usize]], axis: usize, mode: 
         let mut out = dst.to_vec();
         for (o, &u) in offs.iter().zip(upd) {
             if let Some(o) = *o {
-                out[o] = if add { T::from_f64(out[o].to_f64() + u.to_f64()) } else { u };
+                out[o] = if add { out[o].accumulate(u) } else { u };
             }
         }
         out

@@ -337,6 +337,35 @@ fn compare<T: CpuElem>(op: BinaryOp, a: &[T], sa: &[usize], b: &[T], sb: &[usize
     })
 }
 
+/// `(a // b, a % b)` as NumPy's `npy_divmod`: the remainder from the exact `fmod`, moved
+/// to the divisor's sign; the quotient `(a - mod) / b` snapped to the nearest integer.
+/// (`floor(a / b)` is not it: the rounded `a / b` can cross an integer, 1 // 0.1 is 9.)
+fn divmod<F: Float>(a: F, b: F) -> (F, F) {
+    let zero = F::zero();
+    let signed_zero = |negative: bool| if negative { -zero } else { zero };
+    let mut m = a % b;
+    if b == zero {
+        return (a / b, m);
+    }
+    let mut div = (a - m) / b;
+    // NaN counts as non-zero here, as in C's `if (mod)`.
+    if m != zero {
+        if (b < zero) != (m < zero) {
+            m = m + b;
+            div = div - F::one();
+        }
+    } else {
+        m = signed_zero(b.is_sign_negative());
+    }
+    let q = if div != zero {
+        let fl = div.floor();
+        if div - fl > F::from(0.5).expect("0.5 is representable") { fl + F::one() } else { fl }
+    } else {
+        signed_zero((a / b).is_sign_negative())
+    };
+    (q, m)
+}
+
 fn binary_float<F: Float>(
     op: BinaryOp,
     a: &[F],
@@ -355,11 +384,8 @@ fn binary_float<F: Float>(
         Mul => |x, y| x * y,
         Div => |x, y| x / y,
         Pow => |x, y| x.powf(y),
-        Remainder => |x, y| {
-            let r = x % y;
-            if r != F::zero() && ((r < F::zero()) != (y < F::zero())) { r + y } else { r }
-        },
-        FloorDivide => |x, y| (x / y).floor(),
+        Remainder => |x, y| divmod(x, y).1,
+        FloorDivide => |x, y| divmod(x, y).0,
         // NaN propagates, as NumPy's maximum/minimum.
         Maximum => |x, y| if x.is_nan() || x > y { x } else { y },
         Minimum => |x, y| if x.is_nan() || x < y { x } else { y },

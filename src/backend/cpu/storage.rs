@@ -60,10 +60,13 @@ pub trait CpuElem: Element + PartialOrd + Default {
     fn wrap(v: Vec<Self>) -> CpuData;
     /// The typed slice, if `d` holds this type.
     fn unwrap(d: &CpuData) -> Option<&[Self]>;
+    /// `self + other` in this type as `scatter_add` accumulates: integers wrap (two's
+    /// complement), floats round once per addition, bool is `or`.
+    fn accumulate(self, other: Self) -> Self;
 }
 
 macro_rules! cpu_elem {
-    ($t:ty, $var:ident) => {
+    ($t:ty, $var:ident, $add:expr) => {
         impl CpuElem for $t {
             fn wrap(v: Vec<Self>) -> CpuData {
                 CpuData::$var(v)
@@ -71,17 +74,21 @@ macro_rules! cpu_elem {
             fn unwrap(d: &CpuData) -> Option<&[Self]> {
                 if let CpuData::$var(v) = d { Some(v) } else { None }
             }
+            fn accumulate(self, other: Self) -> Self {
+                #[allow(clippy::redundant_closure_call)]
+                ($add)(self, other)
+            }
         }
     };
 }
-cpu_elem!(bool, Bool);
-cpu_elem!(u32, U32);
-cpu_elem!(i32, I32);
-cpu_elem!(i64, I64);
-cpu_elem!(f16, F16);
-cpu_elem!(bf16, BF16);
-cpu_elem!(f32, F32);
-cpu_elem!(f64, F64);
+cpu_elem!(bool, Bool, |a: bool, b: bool| a | b);
+cpu_elem!(u32, U32, u32::wrapping_add);
+cpu_elem!(i32, I32, i32::wrapping_add);
+cpu_elem!(i64, I64, i64::wrapping_add);
+cpu_elem!(f16, F16, |a: f16, b: f16| a + b);
+cpu_elem!(bf16, BF16, |a: bf16, b: bf16| a + b);
+cpu_elem!(f32, F32, |a: f32, b: f32| a + b);
+cpu_elem!(f64, F64, |a: f64, b: f64| a + b);
 
 impl CpuData {
     /// The dtype held.
@@ -181,7 +188,8 @@ impl CpuData {
         }
     }
 
-    /// Converts to another dtype with `as` semantics (float to bool is `!= 0`).
+    /// Converts to another dtype with `as` semantics (float to bool is `!= 0`); integer to
+    /// float is rounded once, to nearest even.
     pub fn astype(&self, dtype: DType) -> CpuData {
         if self.dtype() == dtype {
             return self.clone();
@@ -195,8 +203,37 @@ impl CpuData {
                 DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {}
             }
         }
+        // i64 beyond 2^53 would round twice through f64 (2^60 + 2^36 + 1 to f32 gives 2^60,
+        // not 2^60 + 2^37); rounding to odd into f64 keeps the one narrowing exact.
+        if let CpuData::I64(v) = self {
+            return match dtype {
+                DType::F64 => CpuData::F64(v.iter().map(|&x| x as f64).collect()),
+                DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F16 | DType::BF16 | DType::F32 => {
+                    Self::from_f64s(dtype, v.iter().map(|&x| i64_to_f64_odd(x)))
+                }
+            };
+        }
         with_data!(self, |v| Self::from_f64s(dtype, v.iter().map(|x| x.to_f64())))
     }
+}
+
+/// `x` as `f64` rounded to odd: truncated to 53 significant bits, the last set when
+/// any dropped bit was. Rounding that value once more to a format of at most 51 bits
+/// (f32, f16, bf16) gives the correctly rounded conversion of `x` (Boldo & Melquiond,
+/// "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
+/// odd", 2008). Exact for `|x| < 2^53`; not for `f64` itself, which takes `x as f64`.
+pub(crate) fn i64_to_f64_odd(x: i64) -> f64 {
+    let a = x.unsigned_abs();
+    if a < 1 << 53 {
+        return x as f64;
+    }
+    let shift = 11 - a.leading_zeros();
+    let mut m = a >> shift;
+    if a & ((1u64 << shift) - 1) != 0 {
+        m |= 1;
+    }
+    let v = m as f64 * (1u64 << shift) as f64;
+    if x < 0 { -v } else { v }
 }
 
 fn elem_dtype<T: Element>(_: &[T]) -> DType {
