@@ -140,6 +140,9 @@ impl Array {
             ));
         }
         let meta = outs.remove(0);
+        // The one place every node's size is checked: no kernel, allocation or offset
+        // computation downstream can overflow.
+        crate::shape::check_size(op.name(), &meta.shape, meta.dtype)?;
         let stream = current_stream()?;
         stream.check()?;
         let name = op.name();
@@ -169,6 +172,7 @@ impl Array {
     /// # Ok::<(), lazuli::Error>(())
     /// ```
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Array> {
+        crate::shape::check_size("from_slice", shape, T::DTYPE)?;
         if numel(shape) != data.len() {
             return Err(Error::shape(
                 "from_slice",
@@ -185,7 +189,7 @@ impl Array {
     /// An array from host bytes in `dtype`'s layout (little-endian; bool one byte).
     /// The data lives on the CPU; ops on other devices copy it when they run.
     pub fn from_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Array> {
-        if bytes.len() != numel(shape) * dtype.size() {
+        if bytes.len() != crate::shape::check_size("from_bytes", shape, dtype)? {
             return Err(Error::shape(
                 "from_bytes",
                 format!("{} bytes do not hold shape {shape:?} of {dtype}", bytes.len()),

@@ -78,6 +78,17 @@ pub enum Error {
     /// The library is shutting down (process exit or `shutdown()` in progress).
     #[error("lazuli is shut down: no new work is accepted")]
     ShutDown,
+    /// An allocation that cannot be satisfied: larger than a device limit, or refused by
+    /// the allocator. Reported before anything is allocated where the size is known.
+    #[error("{what}: cannot allocate {} ({requested} bytes){}", human_bytes(*requested), limit.map(|l| format!(": the limit is {} ({l} bytes)", human_bytes(l))).unwrap_or_default())]
+    OutOfMemory {
+        /// What needed the memory ("cpu: sum output", "gpu: upload"...).
+        what: String,
+        /// Bytes asked for.
+        requested: u64,
+        /// The limit that refused it, when one is known (a device's buffer limit).
+        limit: Option<u64>,
+    },
     /// A GPU error: validation, out-of-memory, lost device, timeout.
     #[error("gpu: {0}")]
     Gpu(String),
@@ -94,6 +105,18 @@ pub enum Error {
     /// A broken invariant inside lazuli (a bug: please report it).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// `bytes` with a binary unit, for messages ("4.0 TiB").
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
 }
 
 /// Constructors, public so that third-party backends report errors in the same terms.
@@ -113,6 +136,10 @@ impl Error {
     /// [`Error::Unsupported`]: `backend` lacks what `msg` says.
     pub fn unsupported(backend: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::Unsupported { backend: backend.into(), msg: msg.into() }
+    }
+    /// [`Error::OutOfMemory`]: `what` could not get `requested` bytes (`limit`, if known).
+    pub fn out_of_memory(what: impl Into<String>, requested: u64, limit: Option<u64>) -> Self {
+        Error::OutOfMemory { what: what.into(), requested, limit }
     }
     /// [`Error::Device`].
     pub fn device(msg: impl Into<String>) -> Self {

@@ -222,7 +222,8 @@ fn run_decomposed(node: &Node, op: &Primitive, parts: Vec<Array>) -> Result<Buff
     DECOMPOSING.with(|d| d.set(depth + 1));
     let _restore = Depth(depth);
     let refs: Vec<&Array> = parts.iter().collect();
-    eval(&refs)?;
+    // Name the primitive the user's graph holds, not the step it was lowered to.
+    eval(&refs).map_err(|e| Error::Eval { op: op.name(), cause: Arc::new(e.root_cause().clone()) })?;
     let [out] = parts.as_slice() else {
         return Err(Error::Internal(format!("{}'s decomposition gave {} outputs for 1", op.name(), parts.len())));
     };

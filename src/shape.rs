@@ -2,9 +2,39 @@
 
 use crate::error::{Error, Result};
 
-/// Number of elements of a shape (1 for a scalar).
+/// Number of elements of a shape (1 for a scalar). Saturates at `usize::MAX` instead of
+/// overflowing (exact whenever a dimension is 0): every node's shape passed
+/// [`check_size`], so only shapes being validated can saturate, and a saturated count
+/// never equals a real one.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
+}
+
+/// Bytes of an array of `shape` with `elem_size`-byte elements, or `None` when the
+/// product of its non-zero dimensions times `elem_size` exceeds `isize::MAX` (NumPy's
+/// "array is too big" rule: zero dimensions are skipped, so `[2^63, 0]` is refused even
+/// though it holds nothing; no allocation or offset computation can overflow later).
+pub fn byte_size(shape: &[usize], elem_size: usize) -> Option<usize> {
+    let mut bytes = elem_size;
+    let mut empty = false;
+    for &d in shape {
+        if d == 0 {
+            empty = true;
+        } else {
+            bytes = bytes.checked_mul(d).filter(|&b| b <= isize::MAX as usize)?;
+        }
+    }
+    Some(if empty { 0 } else { bytes })
+}
+
+/// [`byte_size`] as a check: `Err(Shape)` naming the shape when it is too large.
+pub fn check_size(op: &'static str, shape: &[usize], dtype: crate::dtype::DType) -> Result<usize> {
+    byte_size(shape, dtype.size()).ok_or_else(|| {
+        Error::shape(
+            op,
+            format!("shape {shape:?} of {dtype} is too large: its size in bytes exceeds isize::MAX ({})", isize::MAX),
+        )
+    })
 }
 
 /// Splits `shape` around `axis` into (outer, axis length, inner) element counts: the
@@ -151,6 +181,19 @@ impl Iterator for StridedIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_never_overflow() {
+        assert_eq!(numel(&[1 << 40, 1 << 40]), usize::MAX);
+        assert_eq!(numel(&[usize::MAX, usize::MAX, 0]), 0);
+        assert_eq!(byte_size(&[2, 3], 4), Some(24));
+        assert_eq!(byte_size(&[], 8), Some(8));
+        assert_eq!(byte_size(&[5, 0], 4), Some(0));
+        assert_eq!(byte_size(&[1 << 61, 4], 4), None);
+        assert_eq!(byte_size(&[usize::MAX, 0], 1), None);
+        assert_eq!(byte_size(&[1 << 33, 1 << 31], 1), None);
+        assert_eq!(byte_size(&[isize::MAX as usize], 1), Some(isize::MAX as usize));
+    }
 
     #[test]
     fn broadcasting() {

@@ -169,11 +169,6 @@ impl Registry {
         }
     }
 
-    /// True if `s` is current. Lock-free apart from the slot lookup; safe from any thread.
-    pub(crate) fn is_current(&self, s: &Stream) -> bool {
-        self.check(s).is_ok()
-    }
-
     fn new_slot(&self, device: Device) -> Stream {
         let slot: &'static Slot =
             Box::leak(Box::new(Slot { device, generation: AtomicU64::new(1), in_flight: AtomicUsize::new(0) }));

@@ -40,6 +40,27 @@ fn a_stream_taken_before_shutdown_is_refused_after_it() {
     }
 }
 
+/// One rule on every device: data evaluated before `shutdown()` stays readable and can
+/// feed new work on fresh streams; only unevaluated work on the old streams fails.
+#[test]
+fn evaluated_data_outlives_shutdown_on_every_device() {
+    let _l = serial();
+    for dev in devices() {
+        let old = lazuli::default_stream(dev).unwrap();
+        let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+        let done = lazuli::with_stream(&old, || a.mul(10.0)).unwrap();
+        done.eval().unwrap();
+        let pending = lazuli::with_stream(&old, || done.add(1.0)).unwrap();
+        lazuli::shutdown().unwrap();
+
+        assert_eq!(done.to_vec::<f32>().unwrap(), vec![10.0, 20.0], "{dev}: read after shutdown");
+        let fresh = lazuli::default_stream(dev).unwrap();
+        let next = lazuli::with_stream(&fresh, || done.add(1.0)).unwrap();
+        assert_eq!(next.to_vec::<f32>().unwrap(), vec![11.0, 21.0], "{dev}: input after shutdown");
+        assert!(matches!(pending.eval(), Err(Error::StreamClosed { .. })), "{dev}: unevaluated work");
+    }
+}
+
 #[test]
 fn async_work_in_flight_at_shutdown_finishes_or_fails_cleanly() {
     let _l = serial();

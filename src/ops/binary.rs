@@ -141,9 +141,25 @@ pub(crate) fn check_fits(op: &'static str, value: f64, dtype: DType) -> Result<(
     };
     let t = value.trunc();
     if !value.is_finite() || t < lo || t > hi {
-        return Err(Error::dtype(op, dtype, format!("the value {value} does not fit {dtype}")));
+        return Err(Error::dtype(op, dtype, format!("the value {} does not fit {dtype}", short(value))));
     }
     Ok(())
+}
+
+/// `v` for a message: integers as digits up to 1e16, anything larger in `1e300` form
+/// (`{}` would print all 301 digits).
+pub(crate) fn short(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e16 { format!("{v:e}") } else { format!("{v}") }
+}
+
+/// The range of values an integer dtype holds, as `f64` (`None` for floats and bool).
+fn int_range(dtype: DType) -> Option<(f64, f64)> {
+    match dtype {
+        DType::U32 => Some((0.0, u32::MAX as f64)),
+        DType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
+        DType::I64 => Some((i64::MIN as f64, i64::MAX as f64)),
+        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => None,
+    }
 }
 
 /// A 0-d `Full` node holding `value` in `dtype`.
@@ -268,12 +284,20 @@ impl Array {
     ///
     /// Bounds are scalars with the usual rules, except that a bound with an integral value
     /// counts as an integer scalar: clipping an integer array to `0.0..=5.0` keeps its
-    /// dtype, while a fractional bound gives `F32`.
+    /// dtype, while a fractional bound gives `F32`. On integer arrays a bound beyond the
+    /// dtype's range (below its minimum, above its maximum) is satisfied by every element
+    /// and is ignored.
     pub fn clip(&self, min: Option<f64>, max: Option<f64>) -> Result<Array> {
         fn bound(v: f64) -> Operand {
             let kind = if v.is_finite() && v.fract() == 0.0 { ScalarKind::Int } else { ScalarKind::Float };
             Operand::Scalar(v, kind)
         }
+        // On integers, a bound beyond the dtype's range holds for every element already
+        // (clip(int32, -1e300, 5) is clip(x, None, 5)), so it is dropped, not refused.
+        let (min, max) = match int_range(self.dtype()) {
+            Some((lo, hi)) => (min.filter(|&m| m.is_nan() || m > lo), max.filter(|&m| m.is_nan() || m < hi)),
+            None => (min, max),
+        };
         let mut out = self.clone();
         if let Some(lo) = min {
             out = binary("clip", BinaryOp::Maximum, Operand::Array(out), bound(lo))?;

@@ -6,15 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::binary::check_fits;
 use crate::primitive::{Arange, Concatenate, Full};
-
-/// Rejects shapes whose byte size overflows, so no later size computation can.
-fn check_shape(op: &'static str, shape: &[usize], dtype: DType) -> Result<()> {
-    let bytes = shape.iter().try_fold(dtype.size(), |acc, &d| acc.checked_mul(d));
-    match bytes {
-        Some(b) if b <= isize::MAX as usize => Ok(()),
-        _ => Err(Error::invalid(op, format!("shape {shape:?} of {dtype} is too large"))),
-    }
-}
+use crate::shape::check_size;
 
 /// An array of `shape` with every element `value` (cast to `dtype`; for integer
 /// dtypes `value` is truncated and must be finite and in range).
@@ -25,7 +17,7 @@ fn check_shape(op: &'static str, shape: &[usize], dtype: DType) -> Result<()> {
 /// # Ok::<(), lazuli::Error>(())
 /// ```
 pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Array> {
-    check_shape("full", shape, dtype)?;
+    check_size("full", shape, dtype)?;
     check_fits("full", value, dtype)?;
     Array::from_op(Full { value, shape: shape.to_vec(), dtype }, vec![])
 }
@@ -65,7 +57,7 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
         return Err(Error::invalid("arange", format!("{len} elements are too many")));
     }
     let len = len as usize;
-    check_shape("arange", &[len], dtype)?;
+    check_size("arange", &[len], dtype)?;
     if len > 0 {
         check_fits("arange", start, dtype)?;
         check_fits("arange", start + (len - 1) as f64 * step, dtype)?;
@@ -85,7 +77,7 @@ pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array
     if !(start.is_finite() && stop.is_finite()) {
         return Err(Error::invalid("linspace", format!("start and stop must be finite: {start}, {stop}")));
     }
-    check_shape("linspace", &[num], dtype)?;
+    check_size("linspace", &[num], dtype)?;
     check_fits("linspace", start, dtype)?;
     check_fits("linspace", stop, dtype)?;
     if num <= 1 {
@@ -108,7 +100,7 @@ pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array
 /// ```
 pub fn eye(n: usize, m: Option<usize>, k: isize, dtype: DType) -> Result<Array> {
     let m = m.unwrap_or(n);
-    check_shape("eye", &[n, m], dtype)?;
+    check_size("eye", &[n, m], dtype)?;
     let (ni, mi) = (n as i64, m as i64);
     // Off the matrix (or empty): no diagonal element exists.
     if n == 0 || m == 0 || k as i64 >= mi || (k as i64) <= -ni {

@@ -31,7 +31,11 @@ const INV_2_24: f64 = 1.0 / 16_777_216.0;
 
 fn check_key(op: &'static str, key: &Array) -> Result<()> {
     if key.dtype() != DType::U32 {
-        return Err(Error::dtype(op, key.dtype(), "a key is uint32 of shape [2]; make one with random::key"));
+        return Err(Error::dtype(
+            op,
+            key.dtype(),
+            format!("the key has dtype {}, but a key is uint32 of shape [2]; make one with random::key", key.dtype()),
+        ));
     }
     if key.shape() != [2] {
         return Err(Error::shape(op, format!("a key has shape [2], got {:?}", key.shape())));
@@ -118,7 +122,8 @@ pub fn key(seed: u64) -> Result<Array> {
 /// samples drawn with `key` itself.
 pub fn split(key: &Array, num: usize) -> Result<Array> {
     check_key("random.split", key)?;
-    let all = Array::from_op(RandomBits { shape: vec![num + 1, 2] }, vec![key.clone()])?;
+    let rows = num.checked_add(1).ok_or_else(|| Error::shape("random.split", format!("{num} keys are too many")))?;
+    let all = Array::from_op(RandomBits { shape: vec![rows, 2] }, vec![key.clone()])?;
     all.slice(&[SliceArg::new(Some(1), None, 1)])
 }
 

@@ -80,14 +80,15 @@ fn slice_indices(start: Option<isize>, stop: Option<isize>, step: isize, n: usiz
     };
     let start = fix(start, if step < 0 { hi } else { lo });
     let stop = fix(stop, if step < 0 { lo } else { hi });
+    // unsigned_abs: -isize::MIN overflows.
     let len = if step > 0 && start < stop {
-        (stop - start - 1) / step + 1
+        (stop - start - 1) as usize / step.unsigned_abs() + 1
     } else if step < 0 && stop < start {
-        (start - stop - 1) / (-step) + 1
+        (start - stop - 1) as usize / step.unsigned_abs() + 1
     } else {
         0
     };
-    (start, len as usize)
+    (start, len)
 }
 
 /// A strided view of `base`'s contiguous data: `out[idx] = base[offset + sum(idx * strides)]`.
@@ -129,7 +130,11 @@ impl View {
             self.offset += start * self.strides[axis];
         }
         self.shape[axis] = len;
-        self.strides[axis] *= step;
+        // A step of at least the axis length leaves one position, whose stride never
+        // multiplies anything but 0 (and step * stride could overflow).
+        if len > 1 {
+            self.strides[axis] *= step;
+        }
         self
     }
 
@@ -385,7 +390,7 @@ impl Array {
             Some(a) => (self.clone(), normalize_axis("repeat", a, self.ndim())?),
         };
         let mut out = x.shape().to_vec();
-        out[ax] *= repeats;
+        out[ax] = out[ax].checked_mul(repeats).ok_or_else(|| too_large("repeat", x.shape(), ax, repeats))?;
         View::of(&x).insert_axis(ax + 1, repeats).build()?.reshape_to(out)
     }
 
@@ -403,7 +408,13 @@ impl Array {
         for i in (0..nd).rev() {
             v = v.insert_axis(i, reps_full[i]);
         }
-        let out = shape.iter().zip(&reps_full).map(|(d, r)| d * r).collect();
+        let out = shape
+            .iter()
+            .zip(&reps_full)
+            .enumerate()
+            .map(|(i, (d, r))| d.checked_mul(*r).ok_or_else(|| too_large("tile", &shape, i, *r)))
+            .collect::<Result<Vec<_>>>()?;
+        crate::shape::check_size("tile", &out, x.dtype())?;
         v.build()?.reshape_to(out)
     }
 
@@ -417,10 +428,21 @@ impl Array {
             n => {
                 return Err(Error::shape(
                     "pad",
-                    format!("{n} pad widths for an array of shape {:?} (give 1 or {nd})", self.shape()),
+                    if nd == 1 {
+                        format!("{n} pad widths for an array of shape {:?} (give 1)", self.shape())
+                    } else {
+                        format!("{n} pad widths for an array of shape {:?} (give 1 or {nd})", self.shape())
+                    },
                 ));
             }
         };
+        let mut padded = self.shape().to_vec();
+        for (d, &(before, after)) in padded.iter_mut().zip(&widths) {
+            *d = d.checked_add(before).and_then(|d| d.checked_add(after)).ok_or_else(|| {
+                Error::shape("pad", format!("padding {widths:?} makes shape {:?} too large", self.shape()))
+            })?;
+        }
+        crate::shape::check_size("pad", &padded, self.dtype())?;
         let mut x = self.clone();
         for (ax, &(before, after)) in widths.iter().enumerate() {
             if before == 0 && after == 0 {
@@ -436,6 +458,11 @@ impl Array {
         }
         Ok(x)
     }
+}
+
+/// The error for a repeat/tile count that makes axis `axis` of `shape` overflow.
+fn too_large(op: &'static str, shape: &[usize], axis: usize, times: usize) -> Error {
+    Error::shape(op, format!("repeating axis {axis} of shape {shape:?} {times} times overflows its length"))
 }
 
 /// Joins arrays along an existing axis. Dtypes are promoted; ranks must match and shapes
@@ -460,7 +487,9 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
                 format!("shapes {:?} and {:?} differ outside axis {axis}", first.shape(), a.shape()),
             ));
         }
-        out[ax] += a.shape()[ax];
+        out[ax] = out[ax]
+            .checked_add(a.shape()[ax])
+            .ok_or_else(|| Error::shape("concatenate", format!("the joined length of axis {axis} overflows")))?;
         dtype = promote(dtype, a.dtype());
     }
     // Empty pieces add nothing; kernels never see them.
@@ -501,7 +530,12 @@ pub fn split(a: &Array, sections: usize, axis: isize) -> Result<Vec<Array>> {
         ));
     }
     let step = n / sections;
-    let cuts: Vec<usize> = (1..sections).map(|i| i * step).collect();
+    // Parts of an empty axis can be as many as asked: refuse a count whose handles
+    // cannot even be allocated instead of aborting.
+    let mut cuts: Vec<usize> = Vec::new();
+    cuts.try_reserve_exact(sections)
+        .map_err(|_| Error::out_of_memory(format!("split into {sections} parts"), sections as u64 * 8, None))?;
+    cuts.extend((1..sections).map(|i| i * step));
     split_at(a, &cuts, axis)
 }
 
@@ -513,7 +547,14 @@ pub fn split_at(a: &Array, indices: &[usize], axis: isize) -> Result<Vec<Array>>
     let mut bounds = vec![0usize];
     bounds.extend_from_slice(indices);
     bounds.push(usize::MAX);
-    let mut out = Vec::with_capacity(bounds.len() - 1);
+    let mut out = Vec::new();
+    out.try_reserve_exact(bounds.len() - 1).map_err(|_| {
+        Error::out_of_memory(
+            format!("split into {} parts", bounds.len() - 1),
+            ((bounds.len() - 1) * std::mem::size_of::<Array>()) as u64,
+            None,
+        )
+    })?;
     for w in bounds.windows(2) {
         let clamp = |x: usize| x.min(a.shape()[ax]) as isize;
         let mut args = vec![SliceArg::all(); ax + 1];

@@ -75,6 +75,7 @@ impl Backend for CpuBackend {
         let [out] = outs else {
             return Err(Error::unsupported("cpu", format!("{} with {} outputs", op.name(), outs.len())));
         };
+        probe_allocation(op, inputs, out)?;
         let args = kernels::Args {
             ins: inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?,
             shapes: inputs.iter().map(|i| i.meta.shape.as_slice()).collect(),
@@ -90,6 +91,32 @@ impl Backend for CpuBackend {
         // CPU kernels run to completion inside `run`.
         Ok(())
     }
+}
+
+/// Working sets at least this large are probed before their kernel runs.
+const PROBE_MIN: usize = 1 << 28;
+
+/// Asks the allocator for a kernel's working set (and gives it back) before the kernel
+/// builds its output with ordinary, infallible collection: an allocation the system
+/// refuses would otherwise abort the process ("memory allocation of N bytes failed").
+/// The working set counts the output plus an 8-byte-per-element copy of each input, the
+/// widest a CPU kernel makes (reductions and scans accumulate in f64 or i64). The probe
+/// maps and unmaps untouched pages, so only large working sets take it.
+fn probe_allocation(op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<()> {
+    let out_bytes = crate::shape::check_size(op.name(), &out.shape, out.dtype)?;
+    let widened = inputs.iter().fold(0usize, |acc, i| acc.saturating_add(i.meta.numel().saturating_mul(8)));
+    let bytes = out_bytes.saturating_add(widened);
+    if bytes >= PROBE_MIN {
+        let mut v: Vec<u8> = Vec::new();
+        v.try_reserve_exact(bytes).map_err(|_| {
+            Error::out_of_memory(
+                format!("cpu: {} of shape {:?} (output and working copies of its inputs)", op.name(), out.shape),
+                bytes as u64,
+                None,
+            )
+        })?;
+    }
+    Ok(())
 }
 
 pub(crate) fn unsupported(op: &str, dtype: DType) -> Error {

@@ -29,8 +29,6 @@ pub struct GpuBuffer {
     pub(crate) bytes: u64,
     pub(crate) len: usize,
     pub(crate) dtype: DType,
-    /// The stream that produced it; read-backs check its generation.
-    pub(crate) stream: Stream,
 }
 
 impl GpuBuffer {
@@ -177,48 +175,63 @@ fn release(b: wgpu::Buffer) {
 }
 
 /// An uninitialised (or stale) buffer for `len` elements of `dtype`, from the pool if one fits.
-pub(crate) fn alloc(stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuffer> {
+/// (`_stream`: the pool is process-wide; per-stream pools are issue 12's.)
+pub(crate) fn alloc(_stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuffer> {
     let ctx = context()?;
+    ctx.check_lost()?;
     let bytes = len as u64 * device_elem_size(dtype);
     ctx.check_size("allocate", bytes)?;
     let size = bucket(bytes, ctx);
     let taken = lock_pool().take(size);
     let raw = match taken {
         Some(b) => b,
-        None => ctx.scoped("allocate", || {
-            Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("lazuli"),
-                size,
-                usage: STORAGE,
-                mapped_at_creation: false,
-            }))
-        })?,
+        None => ctx
+            .scoped("allocate", || {
+                Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("lazuli"),
+                    size,
+                    usage: STORAGE,
+                    mapped_at_creation: false,
+                }))
+            })
+            .map_err(|e| with_size(e, size))?,
     };
-    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype, stream: *stream })
+    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
+}
+
+/// An out-of-memory error from an error scope, with the size that was asked for.
+fn with_size(e: Error, size: u64) -> Error {
+    match e {
+        Error::OutOfMemory { what, limit, .. } => Error::OutOfMemory { what, requested: size, limit },
+        e => e,
+    }
 }
 
 /// A buffer holding `data` (device layout). Mapped at creation, so the data is in place
 /// before any queued command can see the buffer.
-pub(crate) fn create_with_data(stream: &Stream, dtype: DType, len: usize, data: &[u8]) -> Result<GpuBuffer> {
+pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data: &[u8]) -> Result<GpuBuffer> {
     let ctx = context()?;
+    ctx.check_lost()?;
     let bytes = data.len() as u64;
     ctx.check_size("upload", bytes)?;
     let size = bucket(bytes, ctx);
-    let raw = ctx.scoped("upload", || {
-        let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("lazuli upload"),
-            size,
-            usage: STORAGE,
-            mapped_at_creation: true,
-        });
-        {
-            let mut view = b.slice(..).get_mapped_range_mut().map_err(|e| Error::Gpu(format!("upload: {e}")))?;
-            view.slice(..data.len()).copy_from_slice(data);
-        }
-        b.unmap();
-        Ok(b)
-    })?;
-    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype, stream: *stream })
+    let raw = ctx
+        .scoped("upload", || {
+            let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("lazuli upload"),
+                size,
+                usage: STORAGE,
+                mapped_at_creation: true,
+            });
+            {
+                let mut view = b.slice(..).get_mapped_range_mut().map_err(|e| Error::Gpu(format!("upload: {e}")))?;
+                view.slice(..data.len()).copy_from_slice(data);
+            }
+            b.unmap();
+            Ok(b)
+        })
+        .map_err(|e| with_size(e, size))?;
+    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
 }
 
 /// A small read-only buffer of kernel parameters, fresh per dispatch (see module docs

@@ -113,6 +113,13 @@ fn init() -> std::result::Result<Context, String> {
     // They are leaked too, so no wgpu object is ever destroyed at exit.
     std::mem::forget(adapter);
     std::mem::forget(instance);
+    // The device keeps the adapter's limits; kernels plan their grids from this copy, which
+    // LAZULI_GPU_MAX_WORKGROUPS may lower so that tests reach the grid-splitting paths
+    // (matmul blocks, 2-D grids, batch chunks) at sizes a software driver runs quickly.
+    let mut limits = limits;
+    if let Some(cap) = std::env::var("LAZULI_GPU_MAX_WORKGROUPS").ok().and_then(|v| v.parse::<u32>().ok()) {
+        limits.max_compute_workgroups_per_dimension = limits.max_compute_workgroups_per_dimension.min(cap.max(1));
+    }
     Ok(Context {
         device,
         queue,
@@ -170,19 +177,32 @@ impl Context {
             self.device.on_uncaptured_error(std::sync::Arc::new(move |e: wgpu::Error| {
                 self.uncaptured.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
             }));
-            self.device.set_device_lost_callback(move |reason, msg| {
-                *self.lost_reason.lock().unwrap_or_else(|p| p.into_inner()) = format!("{reason:?}: {msg}");
-                self.lost.store(true, Ordering::Release);
-            });
+            self.device.set_device_lost_callback(move |reason, msg| self.mark_lost(format!("{reason:?}: {msg}")));
         });
     }
 
-    /// `Err` if the device was lost or an uncaptured error was recorded since the last check.
-    pub(crate) fn check(&self) -> Result<()> {
+    /// Marks the device lost (the first reason is kept): every later GPU call returns
+    /// `Err(Error::Gpu)` naming it at its first check, without touching the device.
+    pub(crate) fn mark_lost(&self, why: String) {
+        let mut reason = self.lost_reason.lock().unwrap_or_else(|p| p.into_inner());
+        if reason.is_empty() {
+            *reason = why;
+        }
+        self.lost.store(true, Ordering::Release);
+    }
+
+    /// `Err` if the device was lost (cheap: one atomic load unless it was).
+    pub(crate) fn check_lost(&self) -> Result<()> {
         if self.lost.load(Ordering::Acquire) {
             let why = self.lost_reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
             return Err(Error::Gpu(format!("{}: device lost ({why})", self.description)));
         }
+        Ok(())
+    }
+
+    /// `Err` if the device was lost or an uncaptured error was recorded since the last check.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.check_lost()?;
         let mut errs = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
         if errs.is_empty() {
             return Ok(());
@@ -200,27 +220,28 @@ impl Context {
         let out = f();
         let e1 = pollster::block_on(val.pop());
         let e2 = pollster::block_on(oom.pop());
-        if let Some(e) = e1.or(e2) {
+        if let Some(e) = e1 {
             return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        if let Some(e) = e2 {
+            // The size is the caller's to fill in (see `buffer::alloc`).
+            return Err(Error::out_of_memory(format!("gpu: {what} ({e})"), 0, None));
         }
         self.check()?;
         out
     }
 
-    /// Checks a buffer size against the device limits before creating it.
+    /// Checks a buffer size against the device limits before creating it: one buffer
+    /// is bound whole, so the smaller of the two limits applies.
     pub(crate) fn check_size(&self, what: &str, bytes: u64) -> Result<()> {
         let l = &self.limits;
-        if bytes > l.max_buffer_size {
-            return Err(Error::Gpu(format!(
-                "{what}: {bytes} bytes exceed the adapter's max_buffer_size ({} bytes)",
-                l.max_buffer_size
-            )));
-        }
-        if bytes > l.max_storage_buffer_binding_size {
-            return Err(Error::Gpu(format!(
-                "{what}: {bytes} bytes exceed the adapter's max_storage_buffer_binding_size ({} bytes)",
-                l.max_storage_buffer_binding_size
-            )));
+        let limit = l.max_buffer_size.min(l.max_storage_buffer_binding_size);
+        if bytes > limit {
+            return Err(Error::out_of_memory(
+                format!("gpu: {what} (the adapter's max_buffer_size / max_storage_buffer_binding_size)"),
+                bytes,
+                Some(limit),
+            ));
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ struct Batch {
 
 /// Serialises submissions and polls: wgpu-core 30 can trip an internal assertion when one
 /// thread polls for a submission while another submits.
-fn poll_lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn poll_lock() -> std::sync::MutexGuard<'static, ()> {
     static L: Mutex<()> = Mutex::new(());
     L.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -47,6 +47,7 @@ pub(crate) fn timeout() -> Duration {
 /// Records commands into the current batch, inside error scopes.
 pub(crate) fn record(what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
     let ctx = context()?;
+    ctx.check_lost()?;
     let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
     ctx.scoped(what, || {
         let enc = b.encoder.get_or_insert_with(|| {
@@ -72,6 +73,7 @@ pub(crate) fn flush() -> Result<Option<wgpu::SubmissionIndex>> {
 
 fn submit_locked(ctx: &Context, b: &mut Batch) -> Result<()> {
     let Some(enc) = b.encoder.take() else { return Ok(()) };
+    ctx.check_lost()?;
     b.recorded = 0;
     let idx = {
         let _g = poll_lock();
@@ -92,11 +94,7 @@ pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Error::Gpu(format!(
-                "{}: GPU work did not finish within {:?} (set LAZULI_GPU_TIMEOUT_S to wait longer)",
-                ctx.description,
-                timeout()
-            )));
+            return Err(timed_out(ctx, "GPU work"));
         }
         let step = left.min(Duration::from_millis(500));
         let polled = {
@@ -118,6 +116,19 @@ pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -
             return Ok(());
         }
     }
+}
+
+/// The error for a wait past [`timeout`], which also marks the device lost: the work is
+/// still queued in the driver, so the next submission would block behind it (13 s
+/// inside `queue.submit` on lavapipe, holding the locks every GPU thread needs). Failing
+/// fast from here on is the only bound that holds.
+pub(crate) fn timed_out(ctx: &Context, what: &str) -> Error {
+    let why = format!(
+        "{what} did not finish within {:?}; the device is treated as lost (set LAZULI_GPU_TIMEOUT_S to wait longer)",
+        timeout()
+    );
+    ctx.mark_lost(why.clone());
+    Error::Gpu(format!("{}: {why}", ctx.description))
 }
 
 /// One non-blocking poll (runs ready map callbacks).

@@ -51,6 +51,9 @@ pub(crate) fn arange(stream: &Stream, dtype: DType, n: usize, start: f64, step: 
             DType::I64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => false,
         };
     if !int_mode {
+        // Before the host computes `n` values: a size the device refuses must not first
+        // be allocated on the host.
+        ctx.check_size("arange", n as u64 * device_elem_size(dtype))?;
         let host = f64s_to_bytes(dtype, (0..n).map(|i| start + i as f64 * step));
         return super::readback::upload(stream, dtype, &host);
     }

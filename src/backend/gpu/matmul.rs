@@ -54,7 +54,12 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Resul
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
     let (gx, gy) = (n.div_ceil(16), m.div_ceil(16));
     if gx > max || gy > max {
-        return Err(super::unsupported(format!("matmul: output {m}x{n} exceeds the dispatch grid limit")));
+        // Only batch layouts that do not merge into one axis come here; the tuned kernel
+        // splits large outputs into blocks.
+        return Err(super::unsupported(format!(
+            "matmul: output {m}x{n} with batch shape {bshape:?} needs more than {max} workgroups per grid side; \
+             make the batch dims contiguous (e.g. with a copy) so the tuned kernel can split it"
+        )));
     }
     let mut first = 0usize;
     while first < batches {
@@ -125,21 +130,35 @@ fn tuned(
     let entry = if [n, lda, ldb].iter().all(|v| v.is_multiple_of(4)) { "matmul_vec4" } else { "matmul_scalar" };
     let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
     let o = alloc(s, dtype, batches * m * n)?;
-    let (gx, gy) = (n.div_ceil(cfg.bn as usize), m.div_ceil(cfg.bm as usize));
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
-    if gx > max || gy > max {
-        return Err(super::unsupported(format!("matmul: output {m}x{n} exceeds the dispatch grid limit")));
-    }
-    // More batches than one dispatch dimension holds: later chunks start at offsets.
-    let mut first = 0usize;
-    while first < batches {
-        let count = (batches - first).min(max);
-        w.batch = count as u32;
-        w.a_off = u(first * a_bs)?;
-        w.b_off = u(first * b_bs)?;
-        w.c_off = u(first * m * n)?;
-        dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
-        first += count;
+    // An output wider or taller than one dispatch's grid (e.g. [1, 1] @ [1, 2^24]) runs
+    // as blocks of at most `max` workgroups per side, each a smaller matmul whose operands
+    // start at the block's first row and column. Blocks start at multiples of the tile,
+    // so the vec4 alignment of offsets holds.
+    let (bn, bm) = (cfg.bn as usize, cfg.bm as usize);
+    let (block_n, block_m) = (max * bn, max * bm);
+    for r0 in (0..m).step_by(block_m) {
+        for c0 in (0..n).step_by(block_n) {
+            let (rows, cols) = ((m - r0).min(block_m), (n - c0).min(block_n));
+            // Element offsets of the block: A's row r0, B's column c0, C's (r0, c0).
+            let a_start = if ta { r0 } else { r0 * lda };
+            let b_start = if tb { c0 * ldb } else { c0 };
+            let c_start = r0 * n + c0;
+            w.M = u(rows)?;
+            w.N = u(cols)?;
+            let (gx, gy) = (cols.div_ceil(bn), rows.div_ceil(bm));
+            // More batches than one dispatch dimension holds: later chunks start at offsets.
+            let mut first = 0usize;
+            while first < batches {
+                let count = (batches - first).min(max);
+                w.batch = count as u32;
+                w.a_off = u(first * a_bs + a_start)?;
+                w.b_off = u(first * b_bs + b_start)?;
+                w.c_off = u(first * m * n + c_start)?;
+                dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+                first += count;
+            }
+        }
     }
     Ok(o)
 }

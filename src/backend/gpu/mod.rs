@@ -25,7 +25,9 @@
 //! # Environment
 //! `WGPU_BACKEND` / `WGPU_ADAPTER_NAME` choose the adapter; `LAZULI_GPU_TIMEOUT_S` bounds
 //! every wait on the GPU (default 300 s); `LAZULI_NO_COOP=1` keeps wgpu's experimental
-//! cooperative-matrix feature off (f16 matmul then runs on the SIMT kernel).
+//! cooperative-matrix feature off (f16 matmul then runs on the SIMT kernel);
+//! `LAZULI_GPU_MAX_WORKGROUPS=n` plans every dispatch as if the adapter allowed at most
+//! `n` workgroups per grid dimension (for testing the paths that split large grids).
 
 mod buffer;
 mod context;
@@ -203,6 +205,20 @@ fn announce_ready() -> Result<()> {
         encoder::synchronize()?;
         READY.call_once(crate::lifecycle::driver_step);
     }
+    Ok(())
+}
+
+/// Test hook: destroys the GPU device (wgpu's `Device::destroy`), as a driver reset or a
+/// removed GPU would. Work in flight fails within `LAZULI_GPU_TIMEOUT_S`; every later GPU
+/// call, and every read of a GPU array, returns `Err(Error::Gpu)` naming the loss; the CPU
+/// keeps working. Irreversible for the process: run such a test in a process (test
+/// binary) of its own. `Err(Device)` if there is no GPU.
+pub fn destroy_device_for_testing() -> Result<()> {
+    let ctx = context::context()?;
+    ctx.mark_lost("destroyed through lazuli::backend::gpu::destroy_device_for_testing".into());
+    // Not while another thread polls or submits (the wgpu-core hazard `poll_lock` guards).
+    let _g = encoder::poll_lock();
+    ctx.device.destroy();
     Ok(())
 }
 

@@ -33,6 +33,7 @@ pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<
         return Ok(Vec::new());
     }
     let ctx = context()?;
+    ctx.check_lost()?;
     let bytes = len as u64 * device_elem_size(dtype);
     let size = align4(bytes);
     let staging = ctx.scoped("read-back buffer", || {
@@ -46,12 +47,13 @@ pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<
     encoder::record("read-back copy", |enc| enc.copy_buffer_to_buffer(buf.raw(), 0, &staging, 0, size))?;
     let idx = encoder::flush()?.ok_or_else(|| Error::Gpu("read-back: nothing was submitted".into()))?;
     let state = Arc::new(AtomicU8::new(PENDING));
-    let stream = buf.stream;
     {
         let state = state.clone();
         // Runs on whichever thread polls, possibly during exit: only check and signal.
+        // Evaluated data outlives the stream that computed it (a closed stream or
+        // `shutdown()` does not make it unreadable); only process exit does.
         staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            let s = if !registry().is_current(&stream) {
+            let s = if registry().is_exiting() {
                 STALE
             } else if r.is_ok() {
                 MAPPED
@@ -67,7 +69,7 @@ pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<
     let deadline = Instant::now() + encoder::timeout();
     while !done() {
         if Instant::now() > deadline {
-            return Err(Error::Gpu(format!("{}: read-back timed out", ctx.description)));
+            return Err(encoder::timed_out(ctx, "a read-back"));
         }
         encoder::poll_once(ctx);
         ctx.check()?;
@@ -75,10 +77,7 @@ pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<
     }
     match state.load(Ordering::Acquire) {
         MAPPED => {}
-        STALE => {
-            registry().check(&stream)?;
-            return Err(Error::Gpu("read-back: the stream was closed while mapping".into()));
-        }
+        STALE => return Err(Error::ShutDown),
         _ => return Err(Error::Gpu(format!("{}: mapping the read-back buffer failed", ctx.description))),
     }
     let out = {
