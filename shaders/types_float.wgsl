@@ -127,6 +127,9 @@ fn log2_f32(x: f32) -> f32 {
 // (log1p(3e38) = 88.6).
 fn log1p_f32(x: f32) -> f32 {
     if f32_is_nan(x) { return x; }
+    // Below 2^-24, log1p(x) rounds to x; the series' x / (2 + x) would be subnormal
+    // (flushed to 0 by some drivers) for x near the smallest normal.
+    if abs(x) < 5.9604645e-8 { return x; }
     if abs(x) < 0.5 {
         let t = x / (2.0 + x);
         let z = t * t;
@@ -242,6 +245,9 @@ fn atan2_f32(y0: f32, x0: f32) -> f32 {
 fn tanh_f32(x: f32) -> f32 {
     if f32_is_nan(x) { return x; }
     let a = abs(x);
+    // Below 2^-12, tanh(x) rounds to x (x^3 / 3 is under half an ulp), and em / 2 below
+    // would be subnormal for x near the smallest normal.
+    if a < 2.4414062e-4 { return x; }
     var t: f32;
     if a < 1.0 {
         let em = expm1_f32(2.0 * a);
@@ -381,8 +387,11 @@ fn unary_f32(op: u32, x: f32) -> f32 {
         case UNARY_NEG: { return -x; }
         case UNARY_ABS: { return abs(x); }
         case UNARY_SIGN: {
-            if f32_is_nan(x) || x == 0.0 { return x; }
-            return sign(x);
+            // On the bits: a flushing driver compares a subnormal equal to 0, and
+            // returning x there gave the subnormal itself.
+            let b = bitcast<u32>(x);
+            if f32_is_nan(x) || (b & 0x7fffffffu) == 0u { return x; }
+            return select(1.0, -1.0, (b & 0x80000000u) != 0u);
         }
         case UNARY_SQUARE: { return x * x; }
         case UNARY_FLOOR: { return floor(x); }

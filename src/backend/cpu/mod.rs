@@ -107,16 +107,30 @@ fn probe_allocation(op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<
     let widened = inputs.iter().fold(0usize, |acc, i| acc.saturating_add(i.meta.numel().saturating_mul(8)));
     let bytes = out_bytes.saturating_add(widened);
     if bytes >= PROBE_MIN {
+        let what = || format!("cpu: {} of shape {:?} (output and working copies of its inputs)", op.name(), out.shape);
+        // Where the system overcommits (vm.overcommit_memory=1), the reservation below
+        // succeeds for any size and the kernel is killed later: compare with the machine.
+        if let Some(total) = host_memory().filter(|&t| bytes as u64 > t) {
+            return Err(Error::out_of_memory(what(), bytes as u64, Some(total)));
+        }
         let mut v: Vec<u8> = Vec::new();
-        v.try_reserve_exact(bytes).map_err(|_| {
-            Error::out_of_memory(
-                format!("cpu: {} of shape {:?} (output and working copies of its inputs)", op.name(), out.shape),
-                bytes as u64,
-                None,
-            )
-        })?;
+        v.try_reserve_exact(bytes).map_err(|_| Error::out_of_memory(what(), bytes as u64, None))?;
     }
     Ok(())
+}
+
+/// Physical memory plus swap in bytes, from `/proc/meminfo` (Linux); `None` elsewhere,
+/// where the allocator's answer alone decides.
+fn host_memory() -> Option<u64> {
+    static TOTAL: OnceLock<Option<u64>> = OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let kib = |key: &str| -> Option<u64> {
+            let line = info.lines().find(|l| l.starts_with(key))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        };
+        Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
+    })
 }
 
 pub(crate) fn unsupported(op: &str, dtype: DType) -> Error {
