@@ -153,14 +153,23 @@ mod main_thread {
 /// thread-local destructor, where wgpu cannot be called (it keeps thread-locals of its
 /// own), so waiting for the devices is left to the exit hook.
 fn quiesce() {
-    if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
-        eprintln!("lazuli: exit begins: {} threads inside", ACTIVE.load(Ordering::SeqCst));
-    }
     registry().begin_exit();
+    // After begin_exit: a line printed before it could be followed by work that was
+    // still accepted (tests/teardown.rs orders output by this line).
+    if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
+        debug_exit(&format!("lazuli: exit begins: {} threads inside\n", ACTIVE.load(Ordering::SeqCst)));
+    }
     let deadline = Instant::now() + EXIT_WAIT;
     while ACTIVE.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_micros(200));
     }
+}
+
+/// One `LAZULI_DEBUG_EXIT` line, in one write: `eprintln!` writes its pieces one by one,
+/// which interleave with other threads' output on a shared pipe.
+fn debug_exit(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 fn exit_hook(status: i32) {
@@ -180,7 +189,7 @@ fn exit_hook(status: i32) {
         flush_and_exit(status);
     }
     if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
-        eprintln!("lazuli: exit hook: status {status}, drained");
+        debug_exit(&format!("lazuli: exit hook: status {status}, drained\n"));
     }
     if exit_policy() != ExitPolicy::Return {
         // A backend whose driver tears itself down in later exit handlers and library

@@ -45,22 +45,41 @@ fn variant(device: &str, extra: &[&str], threads: usize, sleep_ms: u64, status: 
 }
 
 fn check(v: &Variant) {
-    let out = Command::new(example()).args(&v.args).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let ctx = format!("args {:?}\nstatus {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", v.args, out.status);
+    // stdout and stderr share one pipe, so lines keep their order: the exit-step lines
+    // that LAZULI_DEBUG_EXIT prints on stderr mark when exit really began (main's last
+    // line only says it is about to return; a loaded machine may run steps in between).
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = Command::new(example());
+    cmd.args(&v.args)
+        .env("XDG_RUNTIME_DIR", "/tmp")
+        .env("LAZULI_DEBUG_EXIT", "1")
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer);
+    let mut child = cmd.spawn().unwrap();
+    // The parent's copies of the write end must close, or the read never ends.
+    drop(cmd);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut out).unwrap();
+    let status = child.wait().unwrap();
+    let ctx = format!("args {:?}\nstatus {status:?}\noutput:\n{out}", v.args);
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(out.status.signal(), None, "killed by a signal: {ctx}");
+        assert_eq!(status.signal(), None, "killed by a signal: {ctx}");
     }
-    assert_eq!(out.status.code(), Some(v.status), "unexpected exit status: {ctx}");
-    let unexpected: Vec<&str> = stderr.lines().filter(|l| !harmless(l)).collect();
-    assert!(unexpected.is_empty(), "unexpected stderr: {ctx}");
-    let lines: Vec<&str> = stdout.lines().collect();
-    let exit_at =
-        lines.iter().position(|l| *l == "Main thread exiting.").unwrap_or_else(|| panic!("no exit line: {ctx}"));
-    // A step already running when main printed may still finish; no new one may start.
+    assert_eq!(status.code(), Some(v.status), "unexpected exit status: {ctx}");
+    let lines: Vec<&str> = out.lines().collect();
+    let expected = |l: &str| {
+        l == "START" || l == "Main thread exiting." || l.starts_with("Step ") || l.starts_with("lazuli: exit")
+    };
+    let unexpected: Vec<&&str> = lines.iter().filter(|l| !expected(l) && !harmless(l)).collect();
+    assert!(unexpected.is_empty(), "unexpected output: {ctx}");
+    assert!(lines.contains(&"Main thread exiting."), "no exit line: {ctx}");
+    let exit_at = lines
+        .iter()
+        .position(|l| l.starts_with("lazuli: exit begins"))
+        .unwrap_or_else(|| panic!("no exit step line: {ctx}"));
+    // A step already running when exit began may still finish; no new one may start.
     let late = lines[exit_at..].iter().filter(|l| l.starts_with("Step")).count();
     assert!(late <= v.threads, "{late} Step lines after exit began: {ctx}");
 }
