@@ -2,49 +2,11 @@
 //! does, on random small shapes (0..4 dims, sizes 0..5). Values are small integers held
 //! in f32, so sums are exact and the comparison can be exact.
 
+mod common;
+
+use common::{bcast_index, naive_broadcast, numel, ravel, unravel};
 use lazuli::{Array, DType};
 use proptest::prelude::*;
-
-fn numel(s: &[usize]) -> usize {
-    s.iter().product()
-}
-
-/// Row-major multi-index of flat index `i`.
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for ax in (0..shape.len()).rev() {
-        idx[ax] = i % shape[ax];
-        i /= shape[ax];
-    }
-    idx
-}
-
-fn ravel(idx: &[usize], shape: &[usize]) -> usize {
-    idx.iter().zip(shape).fold(0, |acc, (&i, &d)| acc * d + i)
-}
-
-/// NumPy broadcasting, or `None` if incompatible.
-fn naive_broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, n - s.len()).chain(s.iter().copied()).collect() };
-    let (pa, pb) = (pad(a), pad(b));
-    pa.iter()
-        .zip(&pb)
-        .map(|(&x, &y)| match (x, y) {
-            _ if x == y => Some(x),
-            (1, y) => Some(y),
-            (x, 1) => Some(x),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Element of `data` (shape `shape`) read at output index `out_idx` under broadcasting.
-fn read_broadcast(data: &[f32], shape: &[usize], out_idx: &[usize]) -> f32 {
-    let lead = out_idx.len() - shape.len();
-    let idx: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if d == 1 { 0 } else { out_idx[lead + i] }).collect();
-    data[ravel(&idx, shape)]
-}
 
 fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
     prop::collection::vec(0usize..5, 0..4)
@@ -101,7 +63,7 @@ fn check_binary(a_shape: &[usize], b_shape: &[usize], seed: u64) -> Result<(), T
         let want: Vec<f32> = (0..numel(&out_shape))
             .map(|i| {
                 let idx = unravel(i, &out_shape);
-                f(read_broadcast(&da, a_shape, &idx), read_broadcast(&db, b_shape, &idx))
+                f(da[bcast_index(a_shape, &idx)], db[bcast_index(b_shape, &idx)])
             })
             .collect();
         prop_assert_eq!(got, want, "{} {:?} {:?}", name, a_shape, b_shape);
@@ -111,7 +73,7 @@ fn check_binary(a_shape: &[usize], b_shape: &[usize], seed: u64) -> Result<(), T
     let want: Vec<bool> = (0..numel(&out_shape))
         .map(|i| {
             let idx = unravel(i, &out_shape);
-            read_broadcast(&da, a_shape, &idx) < read_broadcast(&db, b_shape, &idx)
+            da[bcast_index(a_shape, &idx)] < db[bcast_index(b_shape, &idx)]
         })
         .collect();
     prop_assert_eq!(lt.to_vec::<bool>().unwrap(), want);

@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{devices, on};
+use common::{bcast_index, devices, numel, on, ravel, unravel};
 use half::{bf16, f16};
 use lazuli::{Array, DType, Device, Error, Result, SliceArg};
 use proptest::prelude::*;
@@ -54,23 +54,6 @@ impl Rng {
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
     }
-}
-
-fn numel(s: &[usize]) -> usize {
-    s.iter().product()
-}
-
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for ax in (0..shape.len()).rev() {
-        idx[ax] = i % shape[ax];
-        i /= shape[ax];
-    }
-    idx
-}
-
-fn ravel(idx: &[usize], shape: &[usize]) -> usize {
-    idx.iter().zip(shape).fold(0, |acc, (&i, &d)| acc * d + i)
 }
 
 fn pow2(e: i32) -> f64 {
@@ -569,16 +552,7 @@ fn compatible_shapes(max_ndim: usize, max_dim: usize) -> impl Strategy<Value = (
 }
 
 fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let n = a.len().max(b.len());
-    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, n - s.len()).chain(s.iter().copied()).collect() };
-    pad(a).iter().zip(pad(b)).map(|(&x, y)| x.max(y)).collect()
-}
-
-/// Flat index into an operand of `shape` read at output index `out_idx` under broadcasting.
-fn bcast_index(shape: &[usize], out_idx: &[usize]) -> usize {
-    let lead = out_idx.len() - shape.len();
-    let idx: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if d == 1 { 0 } else { out_idx[lead + i] }).collect();
-    ravel(&idx, shape)
+    common::naive_broadcast(a, b).expect("the strategies make broadcastable shapes")
 }
 
 /// The pairs of `(a, b)` elements a broadcast op combines, in output order.

@@ -132,13 +132,7 @@ impl Operand {
 /// Checks that `value` can be stored in `dtype` without wrapping or saturating: for
 /// integer dtypes it must be finite and, truncated, in range (NumPy raises here too).
 pub(crate) fn check_fits(op: &'static str, value: f64, dtype: DType) -> Result<()> {
-    let (lo, hi) = match dtype {
-        DType::U32 => (0.0, u32::MAX as f64),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-        // i64::MAX as f64 is 2^63, itself out of range.
-        DType::I64 => (i64::MIN as f64, 9.223_372_036_854_775e18),
-        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return Ok(()),
-    };
+    let Some((lo, hi)) = int_range(dtype) else { return Ok(()) };
     let t = value.trunc();
     if !value.is_finite() || t < lo || t > hi {
         return Err(Error::dtype(op, dtype, format!("the value {} does not fit {dtype}", short(value))));
@@ -152,12 +146,14 @@ pub(crate) fn short(v: f64) -> String {
     if v.is_finite() && v.abs() >= 1e16 { format!("{v:e}") } else { format!("{v}") }
 }
 
-/// The range of values an integer dtype holds, as `f64` (`None` for floats and bool).
+/// The integral `f64` values an integer dtype holds, inclusive (`None` for floats and
+/// bool).
 fn int_range(dtype: DType) -> Option<(f64, f64)> {
     match dtype {
         DType::U32 => Some((0.0, u32::MAX as f64)),
         DType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
-        DType::I64 => Some((i64::MIN as f64, i64::MAX as f64)),
+        // i64::MAX as f64 is 2^63, itself out of range: the largest f64 below it.
+        DType::I64 => Some((i64::MIN as f64, 9.223_372_036_854_775e18)),
         DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => None,
     }
 }
@@ -295,7 +291,7 @@ impl Array {
         // On integers, a bound beyond the dtype's range holds for every element already
         // (clip(int32, -1e300, 5) is clip(x, None, 5)), so it is dropped, not refused.
         let (min, max) = match int_range(self.dtype()) {
-            Some((lo, hi)) => (min.filter(|&m| m.is_nan() || m > lo), max.filter(|&m| m.is_nan() || m < hi)),
+            Some((lo, hi)) => (min.filter(|&m| m.is_nan() || m >= lo), max.filter(|&m| m.is_nan() || m <= hi)),
             None => (min, max),
         };
         let mut out = self.clone();

@@ -67,3 +67,48 @@ pub fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
         })
         .collect()
 }
+
+// Naive index arithmetic for references (independent of the library's own shape code).
+
+/// Number of elements of `shape`.
+pub fn numel(s: &[usize]) -> usize {
+    s.iter().product()
+}
+
+/// Row-major multi-index of flat index `i`.
+pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for ax in (0..shape.len()).rev() {
+        idx[ax] = i % shape[ax];
+        i /= shape[ax];
+    }
+    idx
+}
+
+/// Row-major flat index of multi-index `idx`.
+pub fn ravel(idx: &[usize], shape: &[usize]) -> usize {
+    idx.iter().zip(shape).fold(0, |acc, (&i, &d)| acc * d + i)
+}
+
+/// NumPy broadcasting of two shapes, or `None` if incompatible.
+pub fn naive_broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, n - s.len()).chain(s.iter().copied()).collect() };
+    let (pa, pb) = (pad(a), pad(b));
+    pa.iter()
+        .zip(&pb)
+        .map(|(&x, &y)| match (x, y) {
+            _ if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Flat index into an operand of `shape` read at output index `out_idx` under broadcasting.
+pub fn bcast_index(shape: &[usize], out_idx: &[usize]) -> usize {
+    let lead = out_idx.len() - shape.len();
+    let idx: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if d == 1 { 0 } else { out_idx[lead + i] }).collect();
+    ravel(&idx, shape)
+}
