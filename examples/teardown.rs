@@ -57,18 +57,27 @@ fn parse() -> Result<Opts, String> {
     Ok(o)
 }
 
+/// Prints one line in one write. At exit Rust swaps stdout for an unbuffered writer
+/// (`std::io::cleanup`), after which `println!` writes the text and the newline apart and
+/// another thread's line (lazuli's exit-step line on the shared pipe) can land in between:
+/// seen in CI as "Step lazuli: exit begins ..." followed by "2650".
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(format!("{line}\n").as_bytes());
+}
+
 /// The MLX #3126 loop. Returns when lazuli refuses work because the process is exiting.
 fn matmul_loop(size: usize, seed: u64) -> lazuli::Result<()> {
     let key = lazuli::random::key(seed)?;
     let mut a = lazuli::random::normal(&key, &[size, size], 0.0, 1.0, DType::F32)?;
     a.eval()?;
-    println!("START");
+    say("START");
     for i in 1..=1000 {
         let b = a.matmul(&a)?;
         a = b.div(&b.abs()?.max(&[], false)?)?;
         a.eval()?;
         if i % 10 == 0 {
-            println!("Step {i}");
+            say(&format!("Step {i}"));
         }
     }
     Ok(())
@@ -77,7 +86,7 @@ fn matmul_loop(size: usize, seed: u64) -> lazuli::Result<()> {
 /// Small ops of changing shapes and dtypes: new kernels and buffer sizes all the time.
 fn churn_loop(seed: u64) -> lazuli::Result<()> {
     let dtypes = [DType::F32, DType::I32, DType::U32];
-    println!("START");
+    say("START");
     for i in 1..=100_000usize {
         let (r, c) = (i % 13 + 1, i % 7 + 2);
         let key = lazuli::random::key(seed + i as u64)?;
@@ -86,7 +95,7 @@ fn churn_loop(seed: u64) -> lazuli::Result<()> {
         y.eval()?;
         let _ = y.astype(DType::F32)?.to_vec::<f32>()?;
         if i % 10 == 0 {
-            println!("Step {i}");
+            say(&format!("Step {i}"));
         }
     }
     Ok(())
@@ -145,7 +154,7 @@ fn main() {
         });
     }
     std::thread::sleep(Duration::from_millis(o.sleep_ms));
-    println!("Main thread exiting.");
+    say("Main thread exiting.");
     if let Some(code) = o.exit_code {
         std::process::exit(code);
     }
