@@ -155,7 +155,7 @@ mod main_thread {
 fn quiesce() {
     registry().begin_exit();
     // After begin_exit: a line printed before it could be followed by work that was
-    // still accepted (tests/teardown.rs orders output by this line).
+    // still accepted (tests/suite/teardown.rs orders output by this line).
     if std::env::var_os("LAZULI_DEBUG_EXIT").is_some() {
         debug_exit(&format!("lazuli: exit begins: {} threads inside\n", ACTIVE.load(Ordering::SeqCst)));
     }

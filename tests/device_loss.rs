@@ -4,6 +4,7 @@
 //! hangs. The loss is process-wide and irreversible, so this file is its own test binary
 //! with a single test.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

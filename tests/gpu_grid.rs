@@ -3,6 +3,7 @@
 //! into blocks, batches into chunks, and 1-D kernels use 2-D grids, at sizes lavapipe
 //! runs quickly. Values against the CPU. The limit is read once: its own test binary.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use lazuli::{Array, DType, Device};

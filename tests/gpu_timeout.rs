@@ -3,6 +3,7 @@
 //! work inside `queue.submit` (13 s on lavapipe with a 1 s timeout, holding the locks
 //! every GPU thread needs). The timeout is read once per process: its own test binary.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -48,7 +48,7 @@ impl DTypeClass {
 }
 
 /// The dtype classes an op is defined on. `infer` refuses others, and every shader of a
-/// class in the domain must have a `case` for the op (tests/shaders_naga.rs checks).
+/// class in the domain must have a `case` for the op (tests/suite/shaders_naga.rs checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Domain(u8);
 

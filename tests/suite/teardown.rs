@@ -1,7 +1,7 @@
 //! Process exit with work in flight: runs `examples/teardown.rs` as a child process across
 //! variants and checks every exit (MLX #3126). `cargo test` builds the example first.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

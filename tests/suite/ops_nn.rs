@@ -6,7 +6,7 @@
 // Expected values are NumPy's output pasted as literals, whatever constants they resemble.
 #![allow(clippy::approx_constant, clippy::excessive_precision)]
 
-mod common;
+use crate::common;
 
 use common::{devices, on};
 use lazuli::{Array, DType, Device, Error, Reduction, cross_entropy, dropout, logaddexp, mse, one_hot, random};

@@ -2,7 +2,7 @@
 //! satisfy, and messages a user has to act on. Each must give `Ok` or a clear `Err`,
 //! never a panic or an abort (debug builds included: no arithmetic-overflow panics).
 
-mod common;
+use crate::common;
 
 use lazuli::{Array, DType, Error, SliceArg};
 

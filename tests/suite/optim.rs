@@ -43,7 +43,7 @@
 //! ADAMW_STRONG = adam(0.05, betas=(0.5, 0.9), eps=1e-6, wd=0.1, decoupled=True)
 //! ```
 
-mod common;
+use crate::common;
 
 use common::{devices, on};
 use lazuli::optim::{Adam, AdamW, Optimizer, Sgd};

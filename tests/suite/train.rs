@@ -2,7 +2,7 @@
 //! data, and noisy data), and small MLPs classify two Gaussian blobs and Fisher's iris,
 //! through `value_and_grad_params`, AdamW, `cross_entropy` and `mse`.
 
-mod common;
+use crate::common;
 
 use common::{devices, on};
 use lazuli::nn::init::{self, FanMode};

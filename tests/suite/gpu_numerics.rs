@@ -6,7 +6,7 @@
 //! drivers (NVIDIA computes `x / y` as `x * (1 / y)`, flushes, and reduces sin/cos badly);
 //! the kernels now avoid what those drivers get wrong.
 
-mod common;
+use crate::common;
 
 use common::{assert_close, gpu_available, on};
 use half::f16;

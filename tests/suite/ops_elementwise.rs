@@ -4,7 +4,7 @@
 
 use approx::assert_relative_eq;
 
-mod common;
+use crate::common;
 use lazuli::{Array, DType, Error, arange, eye, full, linspace, ones, where_, zeros};
 
 type R = lazuli::Result<()>;

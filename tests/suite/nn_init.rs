@@ -6,7 +6,7 @@
 //! κ = 1.8 (uniform) or 3 (normal), rounded up to 2% (uniform) and 3% (normal).
 //! Uniform samples must also lie in `[-a, a)` and reach within 1% of both ends.
 
-mod common;
+use crate::common;
 
 use common::{devices, on};
 use lazuli::nn::init::{self, FanMode};

@@ -2,7 +2,7 @@
 //! class, with NumPy's values as literals (computed with NumPy 2.4, float32 unless
 //! noted), on every device.
 
-mod common;
+use crate::common;
 
 use common::{devices, on};
 use lazuli::{Array, DType};

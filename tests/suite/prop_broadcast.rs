@@ -2,7 +2,7 @@
 //! does, on random small shapes (0..4 dims, sizes 0..5). Values are small integers held
 //! in f32, so sums are exact and the comparison can be exact.
 
-mod common;
+use crate::common;
 
 use common::{bcast_index, naive_broadcast, numel, ravel, unravel};
 use lazuli::{Array, DType};

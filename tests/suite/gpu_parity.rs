@@ -14,7 +14,7 @@
 //!   f32 in a tree or sequence; the CPU in f64), on values in [-1, 1] or [-3, 3].
 //! - `HALF` rel 2e-3, abs 1e-3: float16 results (one or two f16 ulps).
 
-mod common;
+use crate::common;
 
 use common::{devices, gpu_available, on, values};
 use lazuli::{Array, DType, Device, Error, Result, SliceArg};

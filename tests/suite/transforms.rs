@@ -3,7 +3,7 @@
 //! broadcast shapes and axes, second derivatives against closed forms, the GPU's rules
 //! against the CPU's in f32, custom rules, and the errors.
 
-mod common;
+use crate::common;
 
 use common::{devices, gpu_available, on};
 use lazuli::{Array, DType, Device, Error, Reduction, Result, SliceArg};

@@ -19,7 +19,7 @@
 //! zero and read subnormal inputs as zeros of their sign (NVIDIA does both). Reductions and matmul: `n * 2^-23 * sum|terms|` absolute, the worst case of
 //! f32 accumulation over `n` terms; integer reductions are exact (wrapping).
 
-mod common;
+use crate::common;
 
 use common::{bcast_index, devices, numel, on, ravel, unravel};
 use half::{bf16, f16};

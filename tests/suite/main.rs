@@ -1,0 +1,27 @@
+//! The test suite as one binary: one link instead of one per file keeps `cargo test`'s
+//! build to a few hundred MB. Tests that change process-wide state (shut down, destroy
+//! the GPU device, set environment limits read once) stay in their own binaries beside it.
+
+mod abuse;
+mod basics;
+mod common;
+mod custom_backend;
+mod gpu_numerics;
+mod gpu_parity;
+mod nn_init;
+mod numerics;
+mod ops_elementwise;
+mod ops_index;
+mod ops_linalg;
+mod ops_nn;
+mod ops_random;
+mod ops_reduce;
+mod ops_shape;
+mod optim;
+mod prop_broadcast;
+mod prop_reference;
+mod prop_shape;
+mod shaders_naga;
+mod teardown;
+mod train;
+mod transforms;
