@@ -123,7 +123,8 @@ impl std::fmt::Debug for Array {
 }
 
 impl Array {
-    /// A node applying `op` to `inputs`, on the current stream (see [`crate::with_stream`]).
+    /// A node applying `op` to `inputs`, on the stream the device rule picks
+    /// ([`crate::stream::placement`]: the scope's, else its inputs').
     /// Its shape and dtype come from the primitive's [`Rules::infer`](crate::primitive::Rules),
     /// which also rejects inputs the primitive does not take.
     pub(crate) fn from_op(op: impl Into<Primitive>, inputs: Vec<Array>) -> Result<Array> {
@@ -143,7 +144,7 @@ impl Array {
         // The one place every node's size is checked: no kernel, allocation or offset
         // computation downstream can overflow.
         crate::shape::check_size(op.name(), &meta.shape, meta.dtype)?;
-        let stream = current_stream()?;
+        let stream = crate::stream::placement(inputs.iter().map(|a| a.stream()))?;
         stream.check()?;
         let name = op.name();
         Ok(Self::with_state(meta, stream, name, State::Pending { op, inputs }))

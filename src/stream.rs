@@ -348,11 +348,57 @@ pub fn with_stream<T>(s: &Stream, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// The stream an op built now on this thread records.
+/// The stream an op built now on this thread records when it has no inputs to follow
+/// (creation and random ops, `from_slice`): the innermost [`with_stream`] scope's, else
+/// the default device's default stream.
 pub fn current_stream() -> Result<Stream> {
-    match SCOPE.with(|v| v.borrow().last().copied()) {
+    match scoped_stream() {
         Some(s) => Ok(s),
         None => default_stream(default_device()),
+    }
+}
+
+/// Runs `f` on the stream the device rule ([`placement`]) picks for inputs on these
+/// streams, so the constants a composite op makes on the way (a scalar operand, the
+/// identity of an empty reduction) are made where the op runs, not copied there.
+pub(crate) fn following<T>(inputs: impl IntoIterator<Item = Stream>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let s = placement(inputs)?;
+    with_stream(&s, f)
+}
+
+/// The innermost [`with_stream`] scope's stream on this thread, if any.
+fn scoped_stream() -> Option<Stream> {
+    SCOPE.with(|v| v.borrow().last().copied())
+}
+
+/// The stream a new node with these inputs' streams records — the device rule:
+///
+/// 1. inside a [`with_stream`] scope, the scope's stream;
+/// 2. else an op follows its inputs: the first input's stream, or, when the inputs sit
+///    on several devices, the first input's whose device is not the default device (so
+///    a constant made on the default device joins the GPU array it meets, and is copied
+///    there once when the op runs);
+/// 3. no inputs: [`current_stream`].
+///
+/// A followed stream that has since been closed (or outlived `shutdown()`) is replaced
+/// by its device's current default stream: evaluated data stays usable, as on a read.
+pub(crate) fn placement(inputs: impl IntoIterator<Item = Stream>) -> Result<Stream> {
+    if let Some(s) = scoped_stream() {
+        return Ok(s);
+    }
+    let default = default_device();
+    let mut first = None;
+    for s in inputs {
+        if s.device != default {
+            first = Some(s);
+            break;
+        }
+        first.get_or_insert(s);
+    }
+    match first {
+        None => default_stream(default),
+        Some(s) if registry().check(&s).is_ok() => Ok(s),
+        Some(s) => default_stream(s.device),
     }
 }
 

@@ -93,6 +93,15 @@ impl From<bool> for Operand {
 }
 
 impl Operand {
+    /// The streams of the array operands, in order (scalars have none).
+    pub(crate) fn streams(ops: &[&Operand]) -> Vec<crate::stream::Stream> {
+        ops.iter()
+            .filter_map(|o| match o {
+                Operand::Array(a) => Some(a.stream()),
+                Operand::Scalar(..) => None,
+            })
+            .collect()
+    }
     fn shape(&self) -> &[usize] {
         match self {
             Operand::Array(a) => a.shape(),
@@ -183,9 +192,11 @@ pub(crate) fn binary(name: &'static str, op: BinaryOp, a: Operand, b: Operand) -
         Maximum | Minimum | Eq | Ne | Lt | Le | Gt | Ge => (op, common),
         LogicalAnd | LogicalOr | LogicalXor => (op, DType::Bool),
     };
-    let x = a.to_array(name, in_dtype)?;
-    let y = b.to_array(name, in_dtype)?;
-    Array::from_op(Binary { op }, vec![x, y])
+    crate::stream::following(Operand::streams(&[&a, &b]), || {
+        let x = a.to_array(name, in_dtype)?;
+        let y = b.to_array(name, in_dtype)?;
+        Array::from_op(Binary { op }, vec![x, y])
+    })
 }
 
 macro_rules! binary_methods {
@@ -270,8 +281,11 @@ pub fn where_(cond: &Array, a: impl Into<Operand>, b: impl Into<Operand>) -> Res
     let ab = broadcast_shapes("where", a.shape(), b.shape())?;
     broadcast_shapes("where", cond.shape(), &ab)?;
     let dtype = Operand::common(&a, &b);
-    let inputs = vec![cond.astype(DType::Bool)?, a.to_array("where", dtype)?, b.to_array("where", dtype)?];
-    Array::from_op(Select, inputs)
+    let streams = std::iter::once(cond.stream()).chain(Operand::streams(&[&a, &b]));
+    crate::stream::following(streams, || {
+        let inputs = vec![cond.astype(DType::Bool)?, a.to_array("where", dtype)?, b.to_array("where", dtype)?];
+        Array::from_op(Select, inputs)
+    })
 }
 
 impl Array {

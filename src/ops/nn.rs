@@ -68,7 +68,9 @@ pub fn logaddexp(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Array> 
     // The binary-op rules decide the common dtype (and report bad shapes under this
     // name); `maximum` builds no work unless evaluated.
     let dtype = binary(OP, BinaryOp::Maximum, a.clone(), b.clone())?.dtype().to_float();
-    let (x, y) = (operand_as(OP, &a, dtype)?, operand_as(OP, &b, dtype)?);
+    let (x, y) = crate::stream::following(Operand::streams(&[&a, &b]), || {
+        Ok((operand_as(OP, &a, dtype)?, operand_as(OP, &b, dtype)?))
+    })?;
     // On a tie this picks hi = y, lo = x, whose branch y + log1p(exp(x - y)) has the
     // true gradient 1/2 for each side; lo - hi <= 0 keeps exp from overflowing.
     let x_gt = x.gt(&y)?;
@@ -157,7 +159,8 @@ pub fn one_hot(indices: &Array, num_classes: usize, dtype: DType) -> Result<Arra
         ));
     }
     // Compare in the indices' own dtype so no index wraps into range.
-    let classes = arange(0.0, num_classes as f64, 1.0, indices.dtype())?;
+    let classes =
+        crate::stream::following([indices.stream()], || arange(0.0, num_classes as f64, 1.0, indices.dtype()))?;
     indices.expand_dims(&[-1])?.eq(&classes)?.astype(dtype)
 }
 

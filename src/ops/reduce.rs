@@ -58,7 +58,7 @@ impl Array {
     fn reduce_or(&self, name: &'static str, op: ReduceOp, axes: &[isize], keepdims: bool, empty: f64) -> Result<Array> {
         let p = plan(name, self.shape(), axes, keepdims)?;
         if p.count == 0 {
-            return full(&p.out, empty, self.dtype());
+            return crate::stream::following([self.stream()], || full(&p.out, empty, self.dtype()));
         }
         self.reduce_with(op, &p)
     }
@@ -131,7 +131,7 @@ impl Array {
         let p = plan("mean", self.shape(), axes, keepdims)?;
         let out_dtype = self.dtype().to_float();
         if p.count == 0 {
-            return full(&p.out, f64::NAN, out_dtype);
+            return crate::stream::following([self.stream()], || full(&p.out, f64::NAN, out_dtype));
         }
         let sum = match self.dtype() {
             DType::Bool | DType::U32 | DType::I32 | DType::I64 if p.count <= EXACT_INT_MEAN => {
@@ -165,7 +165,7 @@ impl Array {
         let p = plan("var", self.shape(), axes, keepdims)?;
         let out_dtype = self.dtype().to_float();
         if p.count == 0 {
-            return full(&p.out, f64::NAN, out_dtype);
+            return crate::stream::following([self.stream()], || full(&p.out, f64::NAN, out_dtype));
         }
         let x = match self.dtype() {
             DType::F16 | DType::BF16 => self.astype(DType::F32)?,
@@ -189,7 +189,7 @@ impl Array {
         let p = plan("logsumexp", self.shape(), axes, keepdims)?;
         let x = self.to_float()?;
         if p.count == 0 {
-            return full(&p.out, f64::NEG_INFINITY, x.dtype());
+            return crate::stream::following([x.stream()], || full(&p.out, f64::NEG_INFINITY, x.dtype()));
         }
         let m = x.max(axes, true)?;
         // An infinite maximum would make x - m NaN; shifting by 0 there gives the

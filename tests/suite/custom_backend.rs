@@ -145,8 +145,10 @@ fn a_registered_backend_runs_ops_and_reports_what_it_lacks() {
     assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
     assert_eq!(backend.runs.load(Ordering::SeqCst), 1);
 
-    // Back on the CPU, its result is an ordinary input.
-    let c = b.mul(10.0).unwrap();
+    // Ops on its result follow it to the toy device; in a CPU scope it is an ordinary input.
+    assert_eq!(b.mul(10.0).unwrap().device(), dev);
+    let cpu = lazuli::default_stream(Device::cpu()).unwrap();
+    let c = lazuli::with_stream(&cpu, || b.mul(10.0)).unwrap();
     assert_eq!(c.device(), Device::cpu());
     assert_eq!(c.to_vec::<f32>().unwrap(), vec![20.0, 40.0, 60.0]);
 

@@ -272,7 +272,7 @@ fn binary_ops() {
     });
     check("f32 operators with scalars", ELEM, || {
         let a = f32s(129, 9, -2.0, 2.0, &[129])?;
-        ((&a * 2.5f32)? - 1.0f32)?.div(&a.add(4.0f32)?)
+        ((&a * 2.5)? - 1.0)?.div(&a.add(4.0f32)?)
     });
 }
 
