@@ -5,6 +5,10 @@
 //! trait; [`register_backend`] plugs a new one in without touching the crate.
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
+#[cfg(not(feature = "gpu"))]
+#[path = "gpu_off.rs"]
 pub mod gpu;
 
 use std::any::Any;

@@ -44,7 +44,9 @@ pub use marker::{ArrayFn, CustomRule, Marker, MarkerKind, VjpFn};
 pub use matmul::{Matmul, MatmulPlan};
 pub use random::RandomBits;
 pub use reduce::{ArgReduce, ArgReduceOp, Reduce, ReduceOp, Scan, ScanOp};
-pub use table::{DTypeClass, Domain, wgsl_constants};
+#[cfg(feature = "gpu")]
+pub(crate) use table::wgsl_constants;
+pub use table::{DTypeClass, Domain};
 pub use unary::{Unary, UnaryOp};
 pub use view::{AsStrided, DeviceCopy, Reshape};
 

@@ -6,6 +6,7 @@ mod abuse;
 mod basics;
 mod common;
 mod custom_backend;
+mod features;
 mod gpu_numerics;
 mod gpu_parity;
 mod nn_init;
@@ -21,6 +22,8 @@ mod optim;
 mod prop_broadcast;
 mod prop_reference;
 mod prop_shape;
+// Reads the WGSL sources, which only a build with the `gpu` feature has.
+#[cfg(feature = "gpu")]
 mod shaders_naga;
 mod teardown;
 mod train;
