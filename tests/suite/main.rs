@@ -9,6 +9,7 @@ mod custom_backend;
 mod features;
 mod gpu_numerics;
 mod gpu_parity;
+mod interop;
 mod nn_init;
 mod numerics;
 mod ops_elementwise;

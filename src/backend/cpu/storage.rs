@@ -133,7 +133,7 @@ impl CpuData {
     /// Parses host bytes of `dtype`.
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
         fn f<T: CpuElem>(bytes: &[u8]) -> CpuData {
-            T::wrap(bytes.chunks_exact(T::DTYPE.size()).map(T::read_bytes).collect())
+            T::wrap(T::vec_from_bytes(bytes))
         }
         match dtype {
             DType::Bool => f::<bool>(bytes),
@@ -149,13 +149,7 @@ impl CpuData {
 
     /// Host bytes of the data.
     pub fn to_bytes(&self) -> Vec<u8> {
-        with_data!(self, |v| {
-            let mut out = Vec::with_capacity(v.len() * 8);
-            for &x in v.iter() {
-                x.write_bytes(&mut out);
-            }
-            out
-        })
+        with_data!(self, |v| Element::slice_to_bytes(v))
     }
 
     /// The values of integer data as i64 (exact); `None` for bool and floats.
