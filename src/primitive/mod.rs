@@ -1,4 +1,5 @@
 //! The primitive op set that backends implement, and the rules each primitive carries.
+//! Array users need none of it; backend authors match on [`Primitive`].
 //!
 //! Everything in [`crate::ops`] lowers to these (tinygrad style): a backend that runs
 //! these runs every op. Each primitive is a type in this folder, one file per family,

@@ -1,4 +1,6 @@
 //! The CPU backend: host memory, every primitive, threads (rayon) on large arrays.
+//! Always built, whatever the features; its data layout stays private ([`backend`] is
+//! the public way in).
 
 mod copy;
 mod elementwise;
