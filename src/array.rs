@@ -173,18 +173,8 @@ impl Array {
     /// # Ok::<(), lazuli::Error>(())
     /// ```
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Array> {
-        crate::shape::check_size("from_slice", shape, T::DTYPE)?;
-        if numel(shape) != data.len() {
-            return Err(Error::shape(
-                "from_slice",
-                format!("{} elements cannot fill shape {shape:?} ({} elements)", data.len(), numel(shape)),
-            ));
-        }
-        let mut bytes = Vec::with_capacity(data.len() * T::DTYPE.size());
-        for &x in data {
-            x.write_bytes(&mut bytes);
-        }
-        Self::from_bytes(&bytes, shape, T::DTYPE)
+        // One copy: the copied vector becomes the CPU buffer (see `Array::from_vec`).
+        Self::from_host_vec("from_slice", data.to_vec(), shape)
     }
 
     /// An array from host bytes in `dtype`'s layout (little-endian; bool one byte).
@@ -266,8 +256,14 @@ impl Array {
                 format!("the array is {}; convert it with astype first", self.dtype()),
             ));
         }
-        let bytes = self.to_bytes()?;
-        Ok(bytes.chunks_exact(T::DTYPE.size()).map(T::read_bytes).collect())
+        self.eval()?;
+        let _guard = crate::lifecycle::WorkGuard::enter()?;
+        let buf = crate::eval::ready_buffer(self)?;
+        // One copy: straight out of a CPU buffer, else out of the downloaded bytes.
+        match crate::interop::cpu_vec::<T>(&buf) {
+            Some(v) => Ok(v),
+            None => Ok(T::vec_from_bytes(&backend_for(buf.device())?.download(&buf)?)),
+        }
     }
 
     /// The single element of a one-element array.

@@ -155,6 +155,20 @@ pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
     fn write_bytes(self, out: &mut Vec<u8>);
     /// Reads one value from host bytes of [`DType::size`] length.
     fn read_bytes(b: &[u8]) -> Self;
+    /// Host bytes of `values`, as [`Element::write_bytes`] lays them out. The crate's own
+    /// types copy their memory in one go (it already is that layout).
+    fn slice_to_bytes(values: &[Self]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(std::mem::size_of_val(values));
+        for &v in values {
+            v.write_bytes(&mut out);
+        }
+        out
+    }
+    /// Values from host bytes (a whole number of [`DType::size`] chunks), as
+    /// [`Element::read_bytes`] reads them; one copy for the crate's own types.
+    fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
+        bytes.chunks_exact(Self::DTYPE.size()).map(Self::read_bytes).collect()
+    }
 }
 
 macro_rules! pod_element {
@@ -174,6 +188,13 @@ macro_rules! pod_element {
             }
             fn read_bytes(b: &[u8]) -> Self {
                 bytemuck::pod_read_unaligned(b)
+            }
+            fn slice_to_bytes(values: &[Self]) -> Vec<u8> {
+                bytemuck::cast_slice(values).to_vec()
+            }
+            fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
+                // Copies into a vector aligned for `Self` (`bytes` may not be).
+                bytemuck::pod_collect_to_vec(bytes)
             }
         }
     };
@@ -216,6 +237,14 @@ impl Element for bool {
     }
     fn read_bytes(b: &[u8]) -> Self {
         b[0] != 0
+    }
+    fn slice_to_bytes(values: &[Self]) -> Vec<u8> {
+        // A bool is one byte, 0 or 1: the host layout already.
+        bytemuck::cast_slice(values).to_vec()
+    }
+    fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
+        // Not a cast: a byte other than 0 or 1 is no valid bool.
+        bytes.iter().map(|&b| b != 0).collect()
     }
 }
 

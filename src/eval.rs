@@ -176,6 +176,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     if !backend.supports(op, &metas)
         && let Some(parts) = with_stream(stream, || op.rules().decompose(inputs))
     {
+        log::debug!("{}: {} has no kernel for it; running its decomposition", backend.name(), op.name());
         // The decomposition's own nodes copy what they read to this device.
         return run_decomposed(node, op, parts?);
     }

@@ -27,6 +27,7 @@ pub mod backend;
 pub mod dtype;
 pub mod error;
 pub mod eval;
+mod interop;
 pub mod lifecycle;
 pub mod nn;
 pub mod ops;
@@ -41,6 +42,8 @@ pub use array::Array;
 pub use dtype::{DType, Element, promote};
 pub use error::{Error, Result};
 pub use eval::{async_eval, eval, primitives_run};
+/// The 16-bit float types of [`DType::F16`] and [`DType::BF16`], from the `half` crate.
+pub use half::{bf16, f16};
 pub use lifecycle::shutdown;
 pub use ops::random;
 pub use ops::*;

@@ -1,4 +1,8 @@
 //! Shapes, strides, broadcasting and axis normalisation. Pure functions, no arrays.
+//!
+//! For backend authors: the index arithmetic the crate's own kernels use (a kernel gets
+//! contiguous inputs plus the shapes and strides its primitive names). Array users need
+//! none of it.
 
 use crate::error::{Error, Result};
 

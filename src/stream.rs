@@ -39,7 +39,7 @@ impl Device {
         Device { kind: DeviceKind::Cpu, index: 0 }
     }
     /// The `i`-th GPU adapter wgpu offers. Only `gpu(0)` exists today; others give an
-    /// `Err` when first used.
+    /// `Err` when first used, as every GPU does in a build without the `gpu` feature.
     pub const fn gpu(i: u32) -> Device {
         Device { kind: DeviceKind::Gpu, index: i }
     }

@@ -3,8 +3,16 @@
 //!
 //! The crate's own backends (CPU, wgpu GPU) and third-party ones sit behind the same
 //! trait; [`register_backend`] plugs a new one in without touching the crate.
+//!
+//! [`gpu`] is the wgpu backend when the `gpu` feature is on (the default); without it the
+//! module keeps its public functions, each returning `Err(Error::Device)`, so code that
+//! names the GPU still compiles in a CPU-only build.
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
+#[cfg(not(feature = "gpu"))]
+#[path = "gpu_off.rs"]
 pub mod gpu;
 
 use std::any::Any;

@@ -1,4 +1,5 @@
 //! The primitive op set that backends implement, and the rules each primitive carries.
+//! Array users need none of it; backend authors match on [`Primitive`].
 //!
 //! Everything in [`crate::ops`] lowers to these (tinygrad style): a backend that runs
 //! these runs every op. Each primitive is a type in this folder, one file per family,
@@ -44,7 +45,9 @@ pub use marker::{ArrayFn, CustomRule, Marker, MarkerKind, VjpFn};
 pub use matmul::{Matmul, MatmulPlan};
 pub use random::RandomBits;
 pub use reduce::{ArgReduce, ArgReduceOp, Reduce, ReduceOp, Scan, ScanOp};
-pub use table::{DTypeClass, Domain, wgsl_constants};
+#[cfg(feature = "gpu")]
+pub(crate) use table::wgsl_constants;
+pub use table::{DTypeClass, Domain};
 pub use unary::{Unary, UnaryOp};
 pub use view::{AsStrided, DeviceCopy, Reshape};
 

@@ -132,7 +132,8 @@ pub(crate) use op_table;
 
 /// WGSL `const` declarations for every op code and dtype code, prepended to every shader
 /// so the shaders name codes instead of spelling them.
-pub fn wgsl_constants() -> String {
+#[cfg(feature = "gpu")]
+pub(crate) fn wgsl_constants() -> String {
     use super::{ArgReduceOp, BinaryOp, ReduceOp, ScatterMode, UnaryOp};
     let mut s = String::from("// Generated from the Rust op tables (src/primitive/table.rs).\n");
     let mut push = |name: String, code: u32| s.push_str(&format!("const {name}: u32 = {code}u;\n"));

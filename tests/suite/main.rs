@@ -7,8 +7,10 @@ mod basics;
 mod common;
 mod custom_backend;
 mod devices;
+mod features;
 mod gpu_numerics;
 mod gpu_parity;
+mod interop;
 mod nn_init;
 mod numerics;
 mod ops_elementwise;
@@ -22,6 +24,8 @@ mod optim;
 mod prop_broadcast;
 mod prop_reference;
 mod prop_shape;
+// Reads the WGSL sources, which only a build with the `gpu` feature has.
+#[cfg(feature = "gpu")]
 mod shaders_naga;
 mod teardown;
 mod train;

@@ -1,17 +1,19 @@
 //! The CPU backend: host memory, every primitive, threads (rayon) on large arrays.
+//! Always built, whatever the features; its data layout stays private ([`backend`] is
+//! the public way in).
 
 mod copy;
 mod elementwise;
 mod kernels;
 mod matmul;
-pub mod random;
+pub(crate) mod random;
 mod reduce;
 mod storage;
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-pub use storage::{CpuData, CpuElem};
+pub(crate) use storage::CpuData;
 
 use crate::backend::{Backend, Buffer, DeviceBuffer, Input};
 use crate::dtype::DType;
@@ -24,9 +26,9 @@ pub(crate) const PAR_MIN: usize = 1 << 15;
 
 /// A CPU buffer: typed host data.
 #[derive(Debug)]
-pub struct CpuBuffer {
+pub(crate) struct CpuBuffer {
     /// The data.
-    pub data: CpuData,
+    pub(crate) data: CpuData,
 }
 
 impl DeviceBuffer for CpuBuffer {

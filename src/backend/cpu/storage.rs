@@ -7,7 +7,7 @@ use crate::dtype::{DType, Element};
 /// Host data of one buffer, typed. Bool is stored as Rust `bool` (one byte, 0 or 1).
 #[derive(Debug, Clone)]
 #[allow(missing_docs)]
-pub enum CpuData {
+pub(crate) enum CpuData {
     Bool(Vec<bool>),
     U32(Vec<u32>),
     I32(Vec<i32>),
@@ -55,7 +55,7 @@ macro_rules! with_data {
 pub(crate) use with_data;
 
 /// An element type the CPU kernels handle: convertible, comparable, wrappable.
-pub trait CpuElem: Element + PartialOrd + Default {
+pub(crate) trait CpuElem: Element + PartialOrd + Default {
     /// Wraps a vector of this type.
     fn wrap(v: Vec<Self>) -> CpuData;
     /// The typed slice, if `d` holds this type.
@@ -96,21 +96,6 @@ impl CpuData {
         with_data!(self, |v| elem_dtype(v))
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        with_data!(self, |v| v.len())
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// `len` zeros of `dtype`.
-    pub fn zeros(dtype: DType, len: usize) -> CpuData {
-        Self::filled(dtype, len, 0.0)
-    }
-
     /// `len` copies of `value` cast to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
         fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {
@@ -148,7 +133,7 @@ impl CpuData {
     /// Parses host bytes of `dtype`.
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
         fn f<T: CpuElem>(bytes: &[u8]) -> CpuData {
-            T::wrap(bytes.chunks_exact(T::DTYPE.size()).map(T::read_bytes).collect())
+            T::wrap(T::vec_from_bytes(bytes))
         }
         match dtype {
             DType::Bool => f::<bool>(bytes),
@@ -164,18 +149,7 @@ impl CpuData {
 
     /// Host bytes of the data.
     pub fn to_bytes(&self) -> Vec<u8> {
-        with_data!(self, |v| {
-            let mut out = Vec::with_capacity(v.len() * 8);
-            for &x in v.iter() {
-                x.write_bytes(&mut out);
-            }
-            out
-        })
-    }
-
-    /// Element `i` as `f64`.
-    pub fn get_f64(&self, i: usize) -> f64 {
-        with_data!(self, |v| v[i].to_f64())
+        with_data!(self, |v| Element::slice_to_bytes(v))
     }
 
     /// The values of integer data as i64 (exact); `None` for bool and floats.

@@ -23,7 +23,7 @@ pub(crate) const STORAGE: wgpu::BufferUsages =
 const POOL_MAX_BYTES: u64 = 1 << 30;
 
 /// A GPU buffer holding `len` elements of `dtype` in the device layout (bool as u32).
-pub struct GpuBuffer {
+pub(crate) struct GpuBuffer {
     pub(crate) raw: Option<wgpu::Buffer>,
     /// Bytes of data (device layout), before rounding up to the bucket.
     pub(crate) bytes: u64,
@@ -171,6 +171,13 @@ fn release(b: wgpu::Buffer) {
     // Evicted buffers are dropped after the lock is released: wgpu frees them once the
     // GPU is done with them.
     let evicted = lock_pool().put(b, size);
+    if !evicted.is_empty() {
+        let freed: u64 = evicted.iter().map(wgpu::Buffer::size).sum();
+        log::debug!(
+            "gpu buffer pool: at its {POOL_MAX_BYTES}-byte cap, evicted {} idle buffers ({freed} bytes) to keep one of {size}",
+            evicted.len()
+        );
+    }
     drop(evicted);
 }
 

@@ -87,6 +87,14 @@ fn init() -> std::result::Result<Context, String> {
     let adapter = pick_adapter(&instance)?;
     crate::lifecycle::driver_step();
     let info = adapter.get_info();
+    log::info!(
+        "gpu(0): adapter {} ({:?}, {:?}, driver {} {})",
+        info.name,
+        info.backend,
+        info.device_type,
+        info.driver,
+        info.driver_info
+    );
     let coop = wants_coop(&adapter, &info);
     let mut features = adapter.features() & wgpu::Features::SHADER_F16;
     if coop {
@@ -140,14 +148,29 @@ fn init() -> std::result::Result<Context, String> {
 fn wants_coop(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> bool {
     use wgpu::CooperativeScalarType as S;
     let want = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
-    std::env::var("LAZULI_NO_COOP").map_or(true, |v| v != "1")
-        && adapter.features().contains(want)
-        && info.subgroup_min_size == 32
-        && info.subgroup_max_size == 32
-        && adapter
-            .cooperative_matrix_properties()
-            .iter()
-            .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == S::F16 && p.cr_type == S::F32)
+    // The first reason that applies, so a user who expected tensor cores can see why not.
+    let off = if std::env::var("LAZULI_NO_COOP").is_ok_and(|v| v == "1") {
+        Some("LAZULI_NO_COOP=1".to_string())
+    } else if !adapter.features().contains(want) {
+        Some("the adapter lacks EXPERIMENTAL_COOPERATIVE_MATRIX with SHADER_F16".to_string())
+    } else if (info.subgroup_min_size, info.subgroup_max_size) != (32, 32) {
+        Some(format!("subgroups are {}..={} wide, not 32", info.subgroup_min_size, info.subgroup_max_size))
+    } else if !adapter
+        .cooperative_matrix_properties()
+        .iter()
+        .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == S::F16 && p.cr_type == S::F32)
+    {
+        Some("no 16x16x16 f16 x f16 -> f32 fragment".to_string())
+    } else {
+        None
+    };
+    match &off {
+        Some(why) => {
+            log::debug!("gpu(0): cooperative-matrix f16 matmul off ({why}): f16 matmul runs on the SIMT kernel")
+        }
+        None => log::info!("gpu(0): cooperative-matrix f16 matmul on"),
+    }
+    off.is_none()
 }
 
 /// `WGPU_ADAPTER_NAME` (a case-insensitive substring) picks among the adapters; else

@@ -35,6 +35,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Resul
         return tuned(ctx, s, ins, dtype, plan, (a_bs, b_bs));
     }
     check_rank("matmul", bshape.len())?;
+    log::debug!("gpu matmul {m}x{k} @ {k}x{n}, batch shape {bshape:?}: strided kernel (the batch axes do not merge)");
     let mut w = SimpleMatmulParams {
         m: u32_param("matmul", m)?,
         n: u32_param("matmul", n)?,
@@ -123,11 +124,13 @@ fn tuned(
     if matmul_coop::eligible(ctx, dtype, n, (lda, ldb), (a_bs, b_bs))
         && let Some(o) = matmul_coop::launch(ctx, s, ins, (m, n), batches, (a_bs, b_bs), w)?
     {
+        log::debug!("gpu matmul {m}x{k} @ {k}x{n}, {batches} batches, {dtype}: cooperative-matrix kernel");
         return Ok(o);
     }
     let cfg = pick(ctx, m, n, batches)?;
     // vec4 loads run along the stored rows: K (M if A is transposed), N (K if B is).
     let entry = if [n, lda, ldb].iter().all(|v| v.is_multiple_of(4)) { "matmul_vec4" } else { "matmul_scalar" };
+    log::debug!("gpu matmul {m}x{k} @ {k}x{n}, {batches} batches, {dtype}: tiled kernel {cfg:?}, {entry}");
     let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
     let o = alloc(s, dtype, batches * m * n)?;
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;

@@ -49,7 +49,7 @@ mod shader;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-pub use buffer::GpuBuffer;
+pub(crate) use buffer::GpuBuffer;
 pub use shader::{CoopConfig, Kernel, shader_source, shader_variants};
 
 use crate::backend::{Backend, Buffer, ExitPolicy, Input};
@@ -93,7 +93,7 @@ pub fn is_software_adapter() -> bool {
 }
 
 /// The wgpu backend. All state is in leaked statics (see `context`).
-pub struct GpuBackend;
+pub(crate) struct GpuBackend;
 
 pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
     Error::Unsupported { backend: "gpu".into(), msg: msg.into() }

@@ -10,6 +10,11 @@ use lazuli::{Device, Result};
 /// True if `gpu(0)` can be used. Otherwise prints why (one line) and returns false, or
 /// panics when `LAZULI_REQUIRE_GPU=1`.
 pub fn gpu_available() -> bool {
+    // A build without the `gpu` feature has no GPU by construction, whatever
+    // LAZULI_REQUIRE_GPU asks (CI sets it for the whole run, CPU-only builds included).
+    if cfg!(not(feature = "gpu")) {
+        return false;
+    }
     match lazuli::default_stream(Device::gpu(0)) {
         Ok(_) => true,
         Err(e) => {

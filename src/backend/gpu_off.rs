@@ -1,0 +1,41 @@
+//! Stand-in for the wgpu backend in a build without the `gpu` feature: the same public
+//! entry points, each saying the backend is not compiled in, so code written for GPU
+//! builds compiles unchanged and finds out at run time (an `Err`, never a panic).
+
+use std::sync::Arc;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+
+/// Why there is no GPU: the one message every entry point below returns.
+fn not_built(index: u32) -> Error {
+    Error::Device(format!(
+        "gpu({index}): lazuli was built without the `gpu` feature; enable it (it is on by \
+         default) to use the wgpu backend, or run on Device::cpu()"
+    ))
+}
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub fn backend(index: u32) -> Result<Arc<dyn Backend>> {
+    Err(not_built(index))
+}
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub fn adapter_summary() -> Result<String> {
+    Err(not_built(0))
+}
+
+/// Always false: this build has no GPU backend.
+pub fn is_software_adapter() -> bool {
+    false
+}
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub fn destroy_device_for_testing() -> Result<()> {
+    Err(not_built(0))
+}
+
+/// Never started: nothing to drain at shutdown or exit.
+pub(crate) fn started() -> Option<Arc<dyn Backend>> {
+    None
+}
