@@ -8,6 +8,7 @@ mod common;
 mod custom_backend;
 mod gpu_numerics;
 mod gpu_parity;
+mod io;
 mod nn_init;
 mod numerics;
 mod ops_elementwise;
