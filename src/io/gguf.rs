@@ -108,7 +108,7 @@ fn decode(op: &'static str, bytes: &[u8]) -> Result<Gguf> {
     match version {
         2 | 3 => {}
         1 => return Err(Error::format(op, "GGUF version 1 is not supported (versions 2 and 3 are)")),
-        v if v.swap_bytes() <= 3 => {
+        v if (2..=3).contains(&v.swap_bytes()) => {
             return Err(Error::format(op, "big-endian GGUF files are not supported (convert with gguf-py)"));
         }
         v => return Err(Error::format(op, format!("GGUF version {v} is not supported (versions 2 and 3 are)"))),

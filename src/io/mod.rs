@@ -43,18 +43,18 @@
 //!   the name is `AsRef<str>` and the array an `Array` or `&Array`: `&Params`, a `Vec`
 //!   that a loader returned, or `[("w", &w)]`. Repeated or empty names are an error.
 //! - **Dtypes.** Every lazuli dtype round-trips through `.safetensors`; `.npy`/`.npz`
-//!   take all but `bf16`, which NumPy lacks: saving it is an [`Error::DType`](crate::Error::DType)
+//!   take all but `bf16`, which NumPy lacks: saving it is an [`Error::DType`]
 //!   that says to use safetensors or convert (`astype(DType::F32)` is exact). Stored
 //!   types lazuli lacks are widened when that is lossless — `u8`/`u16` load as `U32`,
 //!   `i8`/`i16` as `I32` — so such an array saves back wider. Others (`u64`, complex,
 //!   `f128`, fp8, strings, objects, quantised GGUF blocks...) are an
-//!   [`Error::Format`](crate::Error::Format) naming the type. Booleans load as 0 or 1
+//!   [`Error::Format`] naming the type. Booleans load as 0 or 1
 //!   whatever non-zero byte the file holds.
 //! - **Bad files** (corrupt, truncated, a header that contradicts the data) are an
-//!   [`Error::Format`](crate::Error::Format) saying what and where, never a panic;
+//!   [`Error::Format`] saying what and where, never a panic;
 //!   sizes a header declares are checked against the bytes present before anything is
 //!   allocated. Failing to open, read or write a file is an
-//!   [`Error::Io`](crate::Error::Io) holding the [`std::io::Error`].
+//!   [`Error::Io`] holding the [`std::io::Error`].
 //! - **Files are memory-mapped** for loading, so each tensor is copied once, from the
 //!   page cache into its array. Like every mmap reader (NumPy's `mmap_mode`, the
 //!   safetensors crate), this assumes no other process truncates the file while it

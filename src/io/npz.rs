@@ -137,7 +137,9 @@ fn decode(op: &'static str, bytes: &[u8]) -> Result<Named> {
             ));
         }
         let size = entry.size();
-        let mut data = Vec::with_capacity(size as usize);
+        // The size is bounded but may still be a lie: reserve at most 64 MiB up front and
+        // let the data that really arrives grow the buffer.
+        let mut data = Vec::with_capacity(size.min(64 << 20) as usize);
         // One byte past the claimed size: reading to the end makes the zip reader check
         // the CRC, and an entry longer than it claims shows.
         (&mut entry)

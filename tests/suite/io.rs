@@ -446,6 +446,13 @@ fn errors_name_the_problem() {
     // Loading a file of another format says so.
     assert!(format_msg(io::load_gguf(fixture("c_f32.npy"))).contains("not a GGUF file"));
     assert!(format_msg(io::load_safetensors(fixture("c_f32.npy"))).contains("not a valid .safetensors file"));
+    // GGUF versions and byte orders this reader does not take.
+    let mut g = b"GGUF".to_vec();
+    g.extend_from_slice(&3u32.to_be_bytes());
+    g.extend_from_slice(&[0; 16]);
+    assert!(format_msg(io::gguf_from_bytes(&g)).contains("big-endian"));
+    g[4..8].copy_from_slice(&1u32.to_le_bytes());
+    assert!(format_msg(io::gguf_from_bytes(&g)).contains("version 1 is not supported"));
     // Trailing bytes after the data are a mismatch.
     let mut b = fixture_bytes("c_f32.npy");
     b.push(0);
