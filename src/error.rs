@@ -4,6 +4,7 @@
 //! [`Error::Eval`] naming the input's op, with the input's own error as its
 //! [`source`](std::error::Error::source). Match on variants, not on message text.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::dtype::DType;
@@ -102,9 +103,74 @@ pub enum Error {
         #[source]
         cause: Arc<Error>,
     },
+    /// A file could not be opened, read or written ([`crate::io`]); `cause` holds the
+    /// [`std::io::Error`] (see [`Cause::downcast_ref`]).
+    #[error("{op}: {}: {cause}", path.display())]
+    Io {
+        /// The call that failed ("load_npy", "save_safetensors"...).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        cause: Cause,
+    },
+    /// Bytes that are not a valid file of the format being read (corrupt, truncated, a
+    /// header that contradicts the data), or a valid file holding something lazuli cannot
+    /// represent (a complex or quantised dtype): `msg` says which ([`crate::io`]).
+    #[error("{op}: {}{msg}{}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default(), cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default())]
+    Format {
+        /// The call that failed ("load_npy", "gguf_from_bytes"...).
+        op: &'static str,
+        /// The file, when the bytes came from one.
+        path: Option<PathBuf>,
+        /// What is wrong, with the offsets or values involved.
+        msg: String,
+        /// The parser's own error, when a library (zip, safetensors) reported it.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// A broken invariant inside lazuli (a bug: please report it).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// The error of another library or of the operating system, kept as the
+/// [`source`](std::error::Error::source) of an [`Error`]. It is shared (cloning an
+/// `Error` clones the handle) and compares equal when the messages do, so that `Error`
+/// stays `Clone + PartialEq` while the original error remains reachable.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// Wraps `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(error))
+    }
+    /// The original error as a `T` (`std::io::Error` for [`Error::Io`]), if it is one.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+// Transparent: the wrapped error's own source comes next in the chain, so a report that
+// walks sources does not print the wrapped message twice.
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 /// `bytes` with a binary unit, for messages ("4.0 TiB").
@@ -144,6 +210,15 @@ impl Error {
     /// [`Error::Device`].
     pub fn device(msg: impl Into<String>) -> Self {
         Error::Device(msg.into())
+    }
+    /// [`Error::Io`]: `op` failed on `path` because of `cause`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        Error::Io { op, path: path.into(), cause: Cause::new(cause) }
+    }
+    /// [`Error::Format`] without a file or a library error (in-memory parsing); the
+    /// `crate::io` loaders add the path.
+    pub fn format(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Format { op, path: None, msg: msg.into(), cause: None }
     }
     /// [`Error::Eval`]: the evaluation of `op` failed because of `cause`. A cause that is
     /// itself an `Eval` is passed on unchanged, so chains do not nest.

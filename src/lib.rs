@@ -28,6 +28,7 @@ pub mod dtype;
 pub mod error;
 pub mod eval;
 mod interop;
+pub mod io;
 pub mod lifecycle;
 pub mod nn;
 pub mod ops;

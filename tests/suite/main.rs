@@ -11,6 +11,7 @@ mod features;
 mod gpu_numerics;
 mod gpu_parity;
 mod interop;
+mod io;
 mod nn_init;
 mod numerics;
 mod ops_elementwise;
