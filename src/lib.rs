@@ -27,6 +27,7 @@ pub mod backend;
 pub mod dtype;
 pub mod error;
 pub mod eval;
+pub mod format;
 pub mod lifecycle;
 pub mod nn;
 pub mod ops;

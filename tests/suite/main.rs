@@ -6,6 +6,7 @@ mod abuse;
 mod basics;
 mod common;
 mod custom_backend;
+mod format;
 mod gpu_numerics;
 mod gpu_parity;
 mod nn_init;
