@@ -9,6 +9,7 @@ mod custom_backend;
 mod format;
 mod gpu_numerics;
 mod gpu_parity;
+mod indexing;
 mod nn_init;
 mod numerics;
 mod ops_elementwise;
