@@ -14,6 +14,9 @@ use crate::stream::{Device, Stream, current_stream};
 /// Building an op only checks shapes and dtypes and records the op, its inputs and the
 /// stream it will run on. Data is computed by [`crate::eval()`], [`Array::eval`] or a read
 /// ([`Array::to_vec`], [`Array::item`]).
+///
+/// `{}` prints the values as NumPy's `print(a)` and `{:?}` as its `repr(a)` (both read the
+/// array back; see [`crate::format`]).
 #[derive(Clone)]
 pub struct Array(pub(crate) Arc<Node>);
 
@@ -113,12 +116,6 @@ impl Drop for Node {
                 stack.append(inputs);
             }
         }
-    }
-}
-
-impl std::fmt::Debug for Array {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Array(shape={:?}, dtype={}, device={})", self.shape(), self.dtype(), self.device())
     }
 }
 

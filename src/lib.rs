@@ -27,6 +27,7 @@ pub mod backend;
 pub mod dtype;
 pub mod error;
 pub mod eval;
+pub mod format;
 mod interop;
 pub mod io;
 pub mod lifecycle;

@@ -130,7 +130,7 @@ impl Operand {
     }
 
     /// This operand as an array of `dtype`.
-    fn to_array(&self, op: &'static str, dtype: DType) -> Result<Array> {
+    pub(crate) fn to_array(&self, op: &'static str, dtype: DType) -> Result<Array> {
         match self {
             Operand::Array(a) => a.astype(dtype),
             Operand::Scalar(v, _) => scalar_array(op, *v, dtype),

@@ -4,7 +4,9 @@
 //! Indices are `I32` or `U32` (`I64` is saturated into `I32`, so an index beyond
 //! `i32`'s range is out of range like any other). Following the primitives,
 //! negative indices count from the end, out-of-range reads clamp (NumPy's `mode="clip"`)
-//! and out-of-range scatter updates are dropped: no data-dependent error exists.
+//! and out-of-range scatter updates are dropped. The data-dependent exceptions evaluate
+//! what they depend on: [`Array::take_with_mode`] with [`IndexMode::Raise`] reads the
+//! indices, [`Array::masked_select`] the mask.
 
 use crate::array::Array;
 use crate::dtype::DType;
@@ -33,7 +35,98 @@ fn check_nonempty_axis(op: &'static str, src: &[usize], axis: usize, n_indices: 
     Ok(())
 }
 
+/// What [`Array::take_with_mode`] does with an out-of-range index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IndexMode {
+    /// Clamp into the axis (NumPy's `mode="clip"`, what [`Array::take`] does); negative
+    /// indices still count from the end.
+    #[default]
+    Clip,
+    /// Return an error naming the first index outside `-n..n` (NumPy's default
+    /// `mode="raise"`). Evaluates the indices to check them.
+    Raise,
+}
+
+/// The values of an index array, read back (evaluates it).
+fn index_values(op: &'static str, indices: &Array) -> Result<Vec<i64>> {
+    match indices.dtype() {
+        DType::I32 => Ok(indices.to_vec::<i32>()?.into_iter().map(i64::from).collect()),
+        DType::U32 => Ok(indices.to_vec::<u32>()?.into_iter().map(i64::from).collect()),
+        DType::I64 => indices.to_vec::<i64>(),
+        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            Err(Error::dtype(op, indices.dtype(), "indices must be int32, uint32 or int64"))
+        }
+    }
+}
+
 impl Array {
+    /// [`Array::take`] with a choice for out-of-range indices: [`IndexMode::Raise`]
+    /// evaluates `indices` and returns `Err(Invalid)` for one outside `-n..n`.
+    ///
+    /// ```
+    /// use lazuli::{Array, IndexMode};
+    /// let a = Array::from_slice(&[10i32, 20, 30], &[3])?;
+    /// let i = Array::from_slice(&[-1i32, 5], &[2])?;
+    /// assert_eq!(a.take_with_mode(&i, None, IndexMode::Clip)?.to_vec::<i32>()?, vec![30, 30]);
+    /// assert!(a.take_with_mode(&i, None, IndexMode::Raise).is_err());
+    /// # Ok::<(), lazuli::Error>(())
+    /// ```
+    pub fn take_with_mode(&self, indices: &Array, axis: Option<isize>, mode: IndexMode) -> Result<Array> {
+        if mode == IndexMode::Raise {
+            let (n, ax) = match axis {
+                None => (self.size(), 0),
+                Some(a) => {
+                    let ax = normalize_axis("take", a, self.ndim())?;
+                    (self.shape()[ax], ax)
+                }
+            };
+            let n = n as i64;
+            if let Some(bad) = index_values("take", indices)?.into_iter().find(|&i| i < -n || i >= n) {
+                return Err(Error::invalid(
+                    "take",
+                    format!("index {bad} is out of bounds for axis {ax} with size {n}"),
+                ));
+            }
+        }
+        self.take(indices, axis)
+    }
+
+    /// The elements where `mask` is true, in row-major order, as a 1-D array (NumPy's
+    /// `a[mask]`, PyTorch's `masked_select`). `mask` is a bool array of this array's
+    /// shape. The result's length depends on the mask's values, so the mask is
+    /// evaluated and read back here.
+    ///
+    /// ```
+    /// let a = lazuli::Array::from_slice(&[1.0f32, -2.0, 3.0, -4.0], &[2, 2])?;
+    /// let m = a.gt(0.0)?;
+    /// assert_eq!(a.masked_select(&m)?.to_vec::<f32>()?, vec![1.0, 3.0]);
+    /// # Ok::<(), lazuli::Error>(())
+    /// ```
+    pub fn masked_select(&self, mask: &Array) -> Result<Array> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::dtype(
+                "masked_select",
+                mask.dtype(),
+                "the mask must be bool (compare first, e.g. a.gt(0.0))",
+            ));
+        }
+        if mask.shape() != self.shape() {
+            return Err(Error::shape(
+                "masked_select",
+                format!("mask of shape {:?} does not match the array's shape {:?}", mask.shape(), self.shape()),
+            ));
+        }
+        if self.size() > u32::MAX as usize {
+            return Err(Error::invalid(
+                "masked_select",
+                format!("arrays above 2^32 elements are not supported, shape {:?}", self.shape()),
+            ));
+        }
+        let picked: Vec<u32> =
+            mask.to_vec::<bool>()?.iter().enumerate().filter(|&(_, &m)| m).map(|(i, _)| i as u32).collect();
+        self.flatten()?.take(&Array::from_slice(&picked, &[picked.len()])?, Some(0))
+    }
+
     /// Elements at `indices` along `axis` (NumPy's `take`): the output shape is
     /// `shape[..axis] + indices.shape + shape[axis+1..]`. With `None`, takes from the
     /// flattened array.

@@ -11,11 +11,16 @@ pub mod operators;
 pub mod random;
 pub mod reduce;
 pub mod shape;
+pub mod slice_arg;
 pub mod unary;
+pub mod update;
 
 // Free functions re-exported at the crate root (methods live on `Array`).
 pub use binary::{Operand, ScalarKind, where_};
 pub use creation::{arange, eye, full, linspace, ones, zeros};
+pub use index::IndexMode;
 pub use linalg::outer;
 pub use nn::{Reduction, cross_entropy, dropout, logaddexp, mse, one_hot};
-pub use shape::{SliceArg, concatenate, split, split_at, stack};
+pub use shape::{concatenate, split, split_at, stack};
+pub use slice_arg::{NewAxis, RangeArg, SliceArg, SliceInt};
+pub use update::{At, AtIndex};

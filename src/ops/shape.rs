@@ -4,70 +4,13 @@
 //! A view of a still-pending view (or reshape) folds into a single `AsStrided` on the
 //! underlying array, so chains like `x.transpose(&[])?.slice(..)?.flip(..)` cost one copy.
 
-use std::ops::{Range, RangeFrom, RangeFull, RangeTo};
-
 use crate::array::{Array, State};
 use crate::dtype::promote;
 use crate::error::{Error, Result};
 use crate::primitive::{AsStrided, Concatenate, Full, Primitive, Reshape};
 use crate::shape::{broadcast_shapes, contiguous_strides, normalize_axes, normalize_axis, numel};
 
-/// One entry of [`Array::slice`], for one leading axis, with Python's semantics.
-///
-/// Build it from Rust ranges (`(1..3).into()`, `(..).into()`, `(2..).into()`), from an
-/// `isize` (an index, which removes the axis), or with [`SliceArg::new`] for a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SliceArg {
-    /// `a[i]`: picks one position and removes the axis. Negative counts from the end;
-    /// out of range is an error.
-    Index(isize),
-    /// `a[start:stop:step]`: `None` is Python's omitted bound; out-of-range bounds clamp.
-    Range {
-        /// First position (inclusive).
-        start: Option<isize>,
-        /// End position (exclusive).
-        stop: Option<isize>,
-        /// Stride; negative walks backwards; zero is an error.
-        step: isize,
-    },
-}
-
-impl SliceArg {
-    /// `start:stop:step`.
-    pub fn new(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
-        SliceArg::Range { start, stop, step }
-    }
-    /// `:` (the whole axis).
-    pub fn all() -> SliceArg {
-        SliceArg::Range { start: None, stop: None, step: 1 }
-    }
-}
-
-impl From<isize> for SliceArg {
-    fn from(i: isize) -> Self {
-        SliceArg::Index(i)
-    }
-}
-impl From<Range<isize>> for SliceArg {
-    fn from(r: Range<isize>) -> Self {
-        SliceArg::new(Some(r.start), Some(r.end), 1)
-    }
-}
-impl From<RangeFrom<isize>> for SliceArg {
-    fn from(r: RangeFrom<isize>) -> Self {
-        SliceArg::new(Some(r.start), None, 1)
-    }
-}
-impl From<RangeTo<isize>> for SliceArg {
-    fn from(r: RangeTo<isize>) -> Self {
-        SliceArg::new(None, Some(r.end), 1)
-    }
-}
-impl From<RangeFull> for SliceArg {
-    fn from(_: RangeFull) -> Self {
-        SliceArg::all()
-    }
-}
+pub use super::slice_arg::SliceArg;
 
 /// Python's `slice(start, stop, step).indices(n)`: the first position and the length.
 fn slice_indices(start: Option<isize>, stop: Option<isize>, step: isize, n: usize) -> (isize, usize) {
@@ -135,12 +78,6 @@ impl View {
         if len > 1 {
             self.strides[axis] *= step;
         }
-        self
-    }
-
-    fn remove_axis(mut self, axis: usize) -> View {
-        self.shape.remove(axis);
-        self.strides.remove(axis);
         self
     }
 
@@ -323,32 +260,41 @@ impl Array {
         self.reshape_to(shape)
     }
 
-    /// Basic indexing, one [`SliceArg`] per leading axis (missing trailing axes are taken
-    /// whole), with Python's semantics: negative positions count from the end, range
-    /// bounds clamp, negative steps walk backwards, a zero step is an error, an index
-    /// removes its axis.
+    /// Basic indexing, NumPy's `a[...]` with [`SliceArg`]s (usually written with
+    /// [`s!`](crate::s)), with Python's semantics: negative positions count from the
+    /// end, range bounds clamp, negative steps walk backwards, a zero step is an error,
+    /// an index removes its axis, [`SliceArg::NewAxis`] inserts one of size 1, one
+    /// [`SliceArg::Ellipsis`] stands for the axes not named, and axes after the last
+    /// argument are taken whole. The result is a view (no copy until it is computed).
     ///
     /// ```
-    /// use lazuli::{Array, SliceArg};
+    /// use lazuli::{Array, SliceArg, s};
     /// let a = Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3])?;
     /// let b = a.slice(&[(..).into(), SliceArg::new(None, None, -2)])?;
     /// assert_eq!(b.to_vec::<i32>()?, vec![2, 0, 5, 3]);
+    /// assert_eq!(a.slice(&s![.., ..;-2])?.to_vec::<i32>()?, vec![2, 0, 5, 3]);
     /// # Ok::<(), lazuli::Error>(())
     /// ```
     pub fn slice(&self, args: &[SliceArg]) -> Result<Array> {
         let sh = self.shape().to_vec();
-        if args.len() > sh.len() {
+        let consumed = args.iter().filter(|a| matches!(a, SliceArg::Index(_) | SliceArg::Range { .. })).count();
+        if args.iter().filter(|a| matches!(a, SliceArg::Ellipsis)).count() > 1 {
+            return Err(Error::invalid("slice", "an index can only have a single ellipsis ('...')"));
+        }
+        if consumed > sh.len() {
             return Err(Error::invalid(
                 "slice",
-                format!("{} slice arguments for an array of shape {sh:?}", args.len()),
+                format!("{consumed} indices or ranges for an array of shape {sh:?} ({} dimensions)", sh.len()),
             ));
         }
-        let mut v = View::of(self);
-        // Walk backwards so removing an axis does not shift the ones still to visit.
-        for (ax, arg) in args.iter().enumerate().rev() {
-            let n = sh[ax];
-            v = match *arg {
+        let v = View::of(self);
+        let mut out = View { base: v.base.clone(), shape: Vec::new(), strides: Vec::new(), offset: v.offset };
+        // Walk input axes (`ax`) and output axes together.
+        let mut ax = 0;
+        for arg in args {
+            match *arg {
                 SliceArg::Index(i) => {
+                    let n = sh[ax];
                     if i < -(n as isize) || i >= n as isize {
                         return Err(Error::invalid(
                             "slice",
@@ -356,18 +302,36 @@ impl Array {
                         ));
                     }
                     let i = if i < 0 { i + n as isize } else { i };
-                    v.restrict(ax, i, 1, 1).remove_axis(ax)
+                    out.offset += i * v.strides[ax];
+                    ax += 1;
                 }
                 SliceArg::Range { start, stop, step } => {
                     if step == 0 {
                         return Err(Error::invalid("slice", format!("step is zero on axis {ax} of shape {sh:?}")));
                     }
-                    let (first, len) = slice_indices(start, stop, step, n);
-                    v.restrict(ax, first, len, step)
+                    let (first, len) = slice_indices(start, stop, step, sh[ax]);
+                    out.shape.push(v.shape[ax]);
+                    out.strides.push(v.strides[ax]);
+                    let last = out.shape.len() - 1;
+                    out = out.restrict(last, first, len, step);
+                    ax += 1;
                 }
-            };
+                SliceArg::NewAxis => {
+                    let at = out.shape.len();
+                    out = out.insert_axis(at, 1);
+                }
+                SliceArg::Ellipsis => {
+                    for _ in 0..sh.len() - consumed {
+                        out.shape.push(v.shape[ax]);
+                        out.strides.push(v.strides[ax]);
+                        ax += 1;
+                    }
+                }
+            }
         }
-        v.build()
+        out.shape.extend_from_slice(&v.shape[ax..]);
+        out.strides.extend_from_slice(&v.strides[ax..]);
+        out.build()
     }
 
     /// Reverses the order of elements along `axes` (every axis when `axes` is empty).
