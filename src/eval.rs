@@ -72,7 +72,8 @@ pub fn eval(outputs: &[&Array]) -> Result<()> {
     Ok(())
 }
 
-/// Starts evaluating the arrays on a background thread and returns at once. A later
+/// Starts evaluating the arrays on one of a few background workers (a fixed pool, not a
+/// thread per call) and returns at once. A later
 /// read or [`eval`] waits for the result; [`crate::synchronize`] waits for the stream.
 pub fn async_eval(outputs: &[&Array]) -> Result<()> {
     let reg = registry();
@@ -85,7 +86,7 @@ pub fn async_eval(outputs: &[&Array]) -> Result<()> {
     for s in &streams {
         reg.begin_work(s);
     }
-    let spawned = std::thread::Builder::new().name("lazuli-async-eval".into()).spawn({
+    let job = {
         let streams = streams.clone();
         move || {
             let refs: Vec<&Array> = arrays.iter().collect();
@@ -95,12 +96,12 @@ pub fn async_eval(outputs: &[&Array]) -> Result<()> {
                 registry().end_work(s);
             }
         }
-    });
-    if let Err(e) = spawned {
+    };
+    if let Err(e) = crate::worker::submit(Box::new(job)) {
         for s in &streams {
             reg.end_work(s);
         }
-        return Err(Error::Device(format!("async_eval: cannot start a thread: {e}")));
+        return Err(e);
     }
     Ok(())
 }

@@ -22,6 +22,11 @@
 //! ```
 #![warn(missing_docs)]
 
+/// Every Rust snippet of README.md, compiled and run by `cargo test` (doctests).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub mod array;
 pub mod backend;
 pub mod dtype;
@@ -39,6 +44,7 @@ pub mod primitive;
 pub mod shape;
 pub mod stream;
 pub mod transforms;
+mod worker;
 
 pub use array::Array;
 pub use dtype::{DType, Element, promote};

@@ -188,7 +188,9 @@ fn files_round_trip_with_names_in_order_and_metadata() {
         let mut p = Params::new();
         p.insert("layer.w", w.clone());
         p.insert("layer.b", b.clone());
-        p.insert("h", w.astype(DType::BF16).unwrap());
+        // bf16 exists on the CPU only; the cast follows `w` to its device unless scoped.
+        let cpu = lazuli::default_stream(lazuli::Device::cpu()).unwrap();
+        p.insert("h", lazuli::with_stream(&cpu, || w.astype(DType::BF16)).unwrap());
         let meta = BTreeMap::from([("format".to_string(), "pt".to_string())]);
         let path = dir.join("m.safetensors");
         io::save_safetensors_with_metadata(&path, &p, &meta).unwrap();

@@ -3,6 +3,7 @@
 //! the GPU device, set environment limits read once) stay in their own binaries beside it.
 
 mod abuse;
+mod async_eval;
 mod basics;
 mod common;
 mod custom_backend;
