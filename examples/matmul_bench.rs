@@ -28,7 +28,7 @@ fn parse() -> Result<Opts, String> {
     while let Some(a) = args.next() {
         let v = args.next().ok_or(format!("{a} needs a value"))?;
         match a.as_str() {
-            "--device" => o.device = if v == "cpu" { Device::cpu() } else { Device::gpu(0) },
+            "--device" => o.device = v.parse().map_err(|e| format!("--device: {e}"))?,
             "--sizes" => {
                 o.sizes =
                     v.split(',').map(|s| s.parse().map_err(|e| format!("--sizes: {e}"))).collect::<Result<_, _>>()?

@@ -38,13 +38,7 @@ fn parse() -> Result<Opts, String> {
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
-            "--device" => {
-                o.device = match val()?.as_str() {
-                    "cpu" => Device::cpu(),
-                    "gpu" => Device::gpu(0),
-                    d => return Err(format!("unknown device {d}")),
-                }
-            }
+            "--device" => o.device = val()?.parse().map_err(|e| format!("--device: {e}"))?,
             "--size" => o.size = val()?.parse().map_err(|e| format!("--size: {e}"))?,
             "--sleep-ms" => o.sleep_ms = val()?.parse().map_err(|e| format!("--sleep-ms: {e}"))?,
             "--threads" => o.threads = val()?.parse().map_err(|e| format!("--threads: {e}"))?,

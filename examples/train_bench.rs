@@ -64,13 +64,7 @@ fn parse() -> Result<Opts, String> {
         let v = args.next().ok_or(format!("{a} needs a value"))?;
         let num = |v: &str| v.parse::<usize>().map_err(|e| format!("{a}: {e}"));
         match a.as_str() {
-            "--device" => {
-                o.device = match v.as_str() {
-                    "cpu" => Device::cpu(),
-                    "gpu" => Device::gpu(0),
-                    _ => return Err(format!("--device is cpu or gpu, got {v}")),
-                }
-            }
+            "--device" => o.device = v.parse().map_err(|e| format!("--device: {e}"))?,
             "--batch" => o.batch = num(&v)?,
             "--in" => o.inputs = num(&v)?,
             "--hidden" => o.hidden = num(&v)?,

@@ -139,13 +139,7 @@ fn parse() -> Result<Opts, String> {
                     _ => return Err(format!("--task is classify or regression, got {v}")),
                 }
             }
-            "--device" => {
-                device = match v.as_str() {
-                    "cpu" => Device::cpu(),
-                    "gpu" => Device::gpu(0),
-                    _ => return Err(format!("--device is cpu or gpu, got {v}")),
-                }
-            }
+            "--device" => device = v.parse().map_err(|e| format!("--device: {e}"))?,
             "--epochs" => epochs = Some(v.parse::<usize>().map_err(|e| bad(&e))?),
             "--lr" => lr = Some(v.parse::<f64>().map_err(|e| bad(&e))?),
             "--seed" => seed = v.parse().map_err(|e| bad(&e))?,

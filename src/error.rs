@@ -187,6 +187,26 @@ fn human_bytes(bytes: u64) -> String {
 
 /// Constructors, public so that third-party backends report errors in the same terms.
 impl Error {
+    /// True for [`Error::ShutDown`], also behind [`Error::Eval`] causes: the process is
+    /// exiting (or `shutdown()` ran) and lazuli refused the work. A worker thread that owns
+    /// streams should take it as "stop now" and return quietly:
+    ///
+    /// ```
+    /// fn worker() -> lazuli::Result<()> {
+    ///     loop {
+    ///         let a = lazuli::random::normal(&lazuli::random::key(0)?, &[64, 64], 0.0, 1.0, lazuli::DType::F32)?;
+    ///         a.matmul(&a)?.eval()?;
+    ///         # return Ok(());
+    ///     }
+    /// }
+    /// std::thread::spawn(|| match worker() {
+    ///     Err(e) if !e.is_shutdown() => eprintln!("worker: {e}"),
+    ///     _ => {} // finished, or the process is exiting: nothing to report
+    /// });
+    /// ```
+    pub fn is_shutdown(&self) -> bool {
+        matches!(self.root_cause(), Error::ShutDown)
+    }
     /// [`Error::Shape`].
     pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Shape { op, msg: msg.into() }

@@ -20,6 +20,29 @@
 //! assert_eq!(d.to_vec::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
 //! # Ok::<(), lazuli::Error>(())
 //! ```
+//!
+//! ## A thread that owns streams
+//!
+//! At process exit lazuli refuses new work with [`Error::ShutDown`] (README, Lifecycle).
+//! A worker thread should take that as "stop now" rather than `unwrap()` it (which
+//! prints a panic message at every exit); [`Error::is_shutdown`] also sees it behind an
+//! evaluation error:
+//!
+//! ```
+//! use lazuli::{DType, Device};
+//! fn work() -> lazuli::Result<()> {
+//!     let s = lazuli::new_stream(Device::cpu())?;
+//!     lazuli::with_stream(&s, || {
+//!         let x = lazuli::random::normal(&lazuli::random::key(1)?, &[32, 32], 0.0, 1.0, DType::F32)?;
+//!         x.matmul(&x)?.eval()
+//!     })
+//! }
+//! let worker = std::thread::spawn(|| match work() {
+//!     Err(e) if !e.is_shutdown() => eprintln!("worker failed: {e}"),
+//!     _ => {} // done, or the process is exiting: nothing to report
+//! });
+//! worker.join().unwrap();
+//! ```
 #![warn(missing_docs)]
 
 /// Every Rust snippet of README.md, compiled and run by `cargo test` (doctests).

@@ -55,6 +55,32 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Parses `cpu`, `gpu` (GPU 0) and `gpu:N` / `gpu(N)`, so command lines can take a device;
+/// anything else is an `Err(Error::Device)` listing what is accepted.
+///
+/// ```
+/// use lazuli::Device;
+/// assert_eq!("gpu:1".parse::<Device>()?, Device::gpu(1));
+/// assert_eq!("cpu".parse::<Device>()?, Device::cpu());
+/// assert!("tpu".parse::<Device>().is_err());
+/// # Ok::<(), lazuli::Error>(())
+/// ```
+impl std::str::FromStr for Device {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Device> {
+        let t = s.trim().to_ascii_lowercase();
+        let index = t
+            .strip_prefix("gpu")
+            .map(|rest| rest.trim_start_matches([':', '(']).trim_end_matches(')'))
+            .map(|n| if n.is_empty() { Ok(0) } else { n.parse::<u32>() });
+        match (t.as_str(), index) {
+            ("cpu", _) => Ok(Device::cpu()),
+            (_, Some(Ok(i))) => Ok(Device::gpu(i)),
+            _ => Err(Error::Device(format!("unknown device {s:?}: expected cpu, gpu or gpu:N"))),
+        }
+    }
+}
+
 /// Where work runs: a device and a slot in the registry. A `Stream` is a value: copies
 /// share the registry slot, and all become stale together when the slot's generation
 /// moves on.

@@ -72,3 +72,17 @@ fn ops_follow_their_inputs_stream() {
     let z = lazuli::zeros(&[2], DType::F32).unwrap();
     assert_eq!(z.stream(), lazuli::default_stream(lazuli::default_device()).unwrap());
 }
+
+#[test]
+fn devices_parse_and_shutdown_is_recognised() {
+    assert_eq!("cpu".parse::<Device>().unwrap(), Device::cpu());
+    assert_eq!("gpu".parse::<Device>().unwrap(), Device::gpu(0));
+    assert_eq!("GPU:2".parse::<Device>().unwrap(), Device::gpu(2));
+    assert_eq!("gpu(1)".parse::<Device>().unwrap(), Device::gpu(1));
+    for bad in ["", "tpu", "gpu:x", "cpu0"] {
+        assert!(matches!(bad.parse::<Device>(), Err(lazuli::Error::Device(_))), "{bad:?}");
+    }
+    assert!(lazuli::Error::ShutDown.is_shutdown());
+    assert!(lazuli::Error::eval("exp", lazuli::Error::ShutDown).is_shutdown());
+    assert!(!lazuli::Error::Device("x".into()).is_shutdown());
+}
