@@ -1,422 +1,473 @@
 //! Elementwise kernels: unary, binary with broadcasting, select.
 //!
+//! The slice kernels ([`unary_into`], [`binary_into`], [`compare_into`],
+//! [`predicate_into`]) are the one definition of every op: allocation-free loops over
+//! slices and scalars, compiled for the CPU's widest instruction set
+//! ([`super::simd::vectorize`]). The whole-array kernels ([`unary`], [`binary`],
+//! [`select`]) split their output into chunks and broadcast runs ([`super::broadcast`])
+//! and call them; fused execution can call them on chunks of its own.
+//!
 //! f16 and bf16 compute through f32 (convert, run, convert back): the rounding is that of
 //! one f32 op followed by one narrowing, which matches what the GPU's f16 path does.
 
-use rayon::prelude::*;
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
 
+use super::broadcast::{Layout, par_fill};
+use super::scalar::{Float, Int, divmod};
+use super::simd::vectorize;
 use super::storage::{CpuData, CpuElem, map_data};
-use super::{PAR_MIN, unsupported};
+use super::unsupported;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::primitive::{BinaryOp, UnaryOp};
-use crate::shape::{StridedIter, broadcast_strides};
 
-/// `f` over every element, on threads for large inputs.
-pub(crate) fn map_vec<T: Copy + Sync, U: Send>(v: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
-    if v.len() >= PAR_MIN { v.par_iter().map(|&x| f(x)).collect() } else { v.iter().map(|&x| f(x)).collect() }
+/// One input of a binary slice kernel: a slice as long as the output, or one value
+/// repeated (a broadcast scalar).
+#[derive(Debug)]
+pub(crate) enum Operand<'a, T> {
+    /// One element per output element.
+    Slice(&'a [T]),
+    /// The same element for every output element.
+    Scalar(T),
 }
 
-/// `f` over two inputs broadcast to `out`.
-pub(crate) fn zip_map<T: Copy + Sync, U: Send>(
+impl<T: Copy> Clone for Operand<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Operand<'_, T> {}
+
+impl<'a, T: Copy> Operand<'a, T> {
+    #[inline(always)]
+    fn get(&self, i: usize) -> T {
+        match self {
+            Operand::Slice(s) => s[i],
+            Operand::Scalar(x) => *x,
+        }
+    }
+
+    /// The same operand restricted to `range` (a scalar stays itself).
+    #[inline]
+    fn sub(&self, start: usize, len: usize) -> Operand<'a, T> {
+        match *self {
+            Operand::Slice(s) => Operand::Slice(&s[start..start + len]),
+            Operand::Scalar(x) => Operand::Scalar(x),
+        }
+    }
+}
+
+fn length_error(what: &str, got: usize, want: usize) -> Error {
+    Error::Internal(format!("{what}: input of {got} elements for an output of {want}"))
+}
+
+/// `out[i] = f(x[i])`, vectorised.
+#[inline(always)]
+fn map1<T: Copy, U: Copy>(x: &[T], out: &mut [U], f: impl Fn(T) -> U) -> Result<()> {
+    if x.len() != out.len() {
+        return Err(length_error("unary", x.len(), out.len()));
+    }
+    vectorize(
+        #[inline(always)]
+        || {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = f(v);
+            }
+        },
+    );
+    Ok(())
+}
+
+/// `out[i] = f(a[i], b[i])` over slices and scalars, vectorised.
+#[inline(always)]
+fn map2<T: Copy, U: Copy>(a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U) -> Result<()> {
+    use Operand::{Scalar, Slice};
+    let n = out.len();
+    for op in [a, b] {
+        if let Slice(s) = op
+            && s.len() != n
+        {
+            return Err(length_error("binary", s.len(), n));
+        }
+    }
+    vectorize(
+        #[inline(always)]
+        || match (a, b) {
+            (Slice(a), Slice(b)) => {
+                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                    *o = f(x, y);
+                }
+            }
+            (Slice(a), Scalar(y)) => {
+                for (o, &x) in out.iter_mut().zip(a) {
+                    *o = f(x, y);
+                }
+            }
+            (Scalar(x), Slice(b)) => {
+                for (o, &y) in out.iter_mut().zip(b) {
+                    *o = f(x, y);
+                }
+            }
+            (Scalar(x), Scalar(y)) => {
+                let v = f(x, y);
+                for o in out.iter_mut() {
+                    *o = v;
+                }
+            }
+        },
+    );
+    Ok(())
+}
+
+/// Replaces `out[i]` with `slow(i)` where `fast(i)` is false: the rare arguments a
+/// vector function does not cover (huge sin/cos arguments, pow's special cases).
+#[inline(always)]
+fn fix_up<U>(out: &mut [U], fast: impl Fn(usize) -> bool, slow: impl Fn(usize) -> U) {
+    for (i, o) in out.iter_mut().enumerate() {
+        if !fast(i) {
+            *o = slow(i);
+        }
+    }
+}
+
+/// Element types with slice kernels: every type but bool computes, bool has the logical
+/// forms of the ops that take it.
+pub(crate) trait SliceElem: CpuElem + Sync + Send {
+    /// `out = op(x)`; predicates (bool output) go through [`predicate_into`] instead.
+    fn unary_into(op: UnaryOp, x: &[Self], out: &mut [Self]) -> Result<()>;
+    /// `out = op(a, b)` for arithmetic ops; comparisons go through [`compare_into`].
+    fn binary_into(op: BinaryOp, a: Operand<'_, Self>, b: Operand<'_, Self>, out: &mut [Self]) -> Result<()>;
+}
+
+/// `out = op(x)` elementwise, for ops whose output dtype is the input's (not the
+/// predicates `isnan`, `isinf`, `logical_not`: see [`predicate_into`]). Exactly what the
+/// whole-array kernel computes.
+pub(crate) fn unary_into<T: SliceElem>(op: UnaryOp, x: &[T], out: &mut [T]) -> Result<()> {
+    T::unary_into(op, x, out)
+}
+
+/// `out = op(a, b)` elementwise for the arithmetic ops (not comparisons or logical ops:
+/// see [`compare_into`]). Exactly what the whole-array kernel computes.
+pub(crate) fn binary_into<T: SliceElem>(
+    op: BinaryOp,
+    a: Operand<'_, T>,
+    b: Operand<'_, T>,
+    out: &mut [T],
+) -> Result<()> {
+    T::binary_into(op, a, b, out)
+}
+
+fn not_here(op: &str, form: &str) -> Error {
+    Error::Internal(format!("{op} has a bool output: use {form}"))
+}
+
+fn unary_float<F: Float>(op: UnaryOp, x: &[F], out: &mut [F]) -> Result<()> {
+    use UnaryOp::*;
+    match op {
+        Neg => map1(x, out, |v| -v),
+        Abs => map1(x, out, |v| v.abs()),
+        Sign => map1(x, out, |v| if v.is_nan() || v == F::zero() { v } else { v.signum() }),
+        Square => map1(x, out, |v| v * v),
+        Floor => map1(x, out, |v| v.floor()),
+        Ceil => map1(x, out, |v| v.ceil()),
+        Round => map1(x, out, F::round_even),
+        Exp => map1(x, out, F::exp_),
+        Expm1 => map1(x, out, F::expm1_),
+        Log => map1(x, out, F::ln_),
+        Log1p => map1(x, out, F::ln1p_),
+        Log2 => map1(x, out, F::log2_),
+        Sqrt => map1(x, out, |v| v.sqrt()),
+        Rsqrt => map1(x, out, |v| v.sqrt().recip()),
+        Reciprocal => map1(x, out, |v| v.recip()),
+        Sin | Cos => {
+            let sin = op == Sin;
+            if sin { map1(x, out, F::sin_) } else { map1(x, out, F::cos_) }?;
+            if F::FIXUP {
+                fix_up(out, |i| x[i].trig_fast(), |i| if sin { x[i].sin() } else { x[i].cos() });
+            }
+            Ok(())
+        }
+        Tan => map1(x, out, |v| v.tan()),
+        Tanh => map1(x, out, F::tanh_),
+        Sigmoid => map1(x, out, F::sigmoid),
+        Erf => map1(x, out, F::erf),
+        Erfinv => map1(x, out, F::erfinv),
+        IsNan | IsInf | LogicalNot => Err(not_here(op.name(), "predicate_into")),
+    }
+}
+
+fn binary_float<F: Float>(op: BinaryOp, a: Operand<'_, F>, b: Operand<'_, F>, out: &mut [F]) -> Result<()> {
+    use BinaryOp::*;
+    match op {
+        Add => map2(a, b, out, |x, y| x + y),
+        Sub => map2(a, b, out, |x, y| x - y),
+        Mul => map2(a, b, out, |x, y| x * y),
+        Div => map2(a, b, out, |x, y| x / y),
+        Pow => {
+            map2(a, b, out, F::pow_)?;
+            if F::FIXUP {
+                fix_up(out, |i| a.get(i).pow_fast(b.get(i)), |i| a.get(i).powf(b.get(i)));
+            }
+            Ok(())
+        }
+        Remainder => map2(a, b, out, |x, y| divmod(x, y).1),
+        FloorDivide => map2(a, b, out, |x, y| divmod(x, y).0),
+        // NaN propagates, as NumPy's maximum/minimum.
+        Maximum => map2(a, b, out, |x, y| if x.is_nan() || x > y { x } else { y }),
+        Minimum => map2(a, b, out, |x, y| if x.is_nan() || x < y { x } else { y }),
+        Atan2 => map2(a, b, out, |y, x| y.atan2(x)),
+        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => Err(not_here(op.name(), "compare_into")),
+    }
+}
+
+fn unary_int<I: Int + Send>(op: UnaryOp, x: &[I], out: &mut [I]) -> Result<()> {
+    use UnaryOp::*;
+    match op {
+        Neg => map1(x, out, I::wneg),
+        Abs => map1(x, out, I::wabs),
+        Sign => map1(x, out, I::sign),
+        Square => map1(x, out, |v| v.wmul(v)),
+        Floor | Ceil | Round => map1(x, out, |v| v),
+        IsNan | IsInf | LogicalNot => Err(not_here(op.name(), "predicate_into")),
+        Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Sigmoid | Erf
+        | Erfinv => Err(unsupported(op.name(), I::DTYPE)),
+    }
+}
+
+fn binary_int<I: Int + Send>(op: BinaryOp, a: Operand<'_, I>, b: Operand<'_, I>, out: &mut [I]) -> Result<()> {
+    use BinaryOp::*;
+    match op {
+        Add => map2(a, b, out, I::wadd),
+        Sub => map2(a, b, out, I::wsub),
+        Mul => map2(a, b, out, I::wmul),
+        FloorDivide => map2(a, b, out, I::div_floor),
+        Remainder => map2(a, b, out, I::rem_floor),
+        Pow => map2(a, b, out, I::pow_int),
+        Maximum => map2(a, b, out, |x, y| x.max(y)),
+        Minimum => map2(a, b, out, |x, y| x.min(y)),
+        Div | Atan2 => Err(unsupported(op.name(), I::DTYPE)),
+        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => Err(not_here(op.name(), "compare_into")),
+    }
+}
+
+macro_rules! slice_elem {
+    ($t:ty, $unary:ident, $binary:ident) => {
+        impl SliceElem for $t {
+            fn unary_into(op: UnaryOp, x: &[Self], out: &mut [Self]) -> Result<()> {
+                $unary(op, x, out)
+            }
+            fn binary_into(op: BinaryOp, a: Operand<'_, Self>, b: Operand<'_, Self>, out: &mut [Self]) -> Result<()> {
+                $binary(op, a, b, out)
+            }
+        }
+    };
+}
+slice_elem!(f32, unary_float, binary_float);
+slice_elem!(f64, unary_float, binary_float);
+slice_elem!(i32, unary_int, binary_int);
+slice_elem!(i64, unary_int, binary_int);
+slice_elem!(u32, unary_int, binary_int);
+
+impl SliceElem for bool {
+    fn unary_into(op: UnaryOp, x: &[bool], out: &mut [bool]) -> Result<()> {
+        use UnaryOp::*;
+        match op {
+            Abs | Floor | Ceil | Round => map1(x, out, |v| v),
+            IsNan | IsInf | LogicalNot => Err(not_here(op.name(), "predicate_into")),
+            Neg | Sign | Square | Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan
+            | Tanh | Sigmoid | Erf | Erfinv => Err(unsupported(op.name(), DType::Bool)),
+        }
+    }
+    fn binary_into(op: BinaryOp, a: Operand<'_, bool>, b: Operand<'_, bool>, out: &mut [bool]) -> Result<()> {
+        use BinaryOp::*;
+        match op {
+            Add | Maximum => map2(a, b, out, |p, q| p | q),
+            Mul | Minimum => map2(a, b, out, |p, q| p & q),
+            Sub | Div | Pow | Remainder | FloorDivide | Atan2 => Err(unsupported(op.name(), DType::Bool)),
+            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
+                Err(not_here(op.name(), "compare_into"))
+            }
+        }
+    }
+}
+
+/// A 16-bit float type: computed through f32 in stack-sized blocks, with `half`'s
+/// vectorised slice conversions.
+trait Half: CpuElem + Sync + Send
+where
+    [Self]: HalfFloatSliceExt,
+{
+}
+impl Half for f16 {}
+impl Half for bf16 {}
+
+/// Block length of the f32 round trip of f16/bf16 kernels (16 KiB of f32 on the stack).
+const HALF_BLOCK: usize = 4096;
+
+fn half_unary<H: Half>(op: UnaryOp, x: &[H], out: &mut [H]) -> Result<()>
+where
+    [H]: HalfFloatSliceExt,
+{
+    if x.len() != out.len() {
+        return Err(length_error("unary", x.len(), out.len()));
+    }
+    let (mut wx, mut wo) = ([0f32; HALF_BLOCK], [0f32; HALF_BLOCK]);
+    for (xs, os) in x.chunks(HALF_BLOCK).zip(out.chunks_mut(HALF_BLOCK)) {
+        let n = xs.len();
+        xs.convert_to_f32_slice(&mut wx[..n]);
+        f32::unary_into(op, &wx[..n], &mut wo[..n])?;
+        os.convert_from_f32_slice(&wo[..n]);
+    }
+    Ok(())
+}
+
+/// The f32 widening of `x` in `buf`, or the widened scalar.
+fn widen_operand<'b, H: Half>(x: Operand<'_, H>, buf: &'b mut [f32]) -> Operand<'b, f32>
+where
+    [H]: HalfFloatSliceExt,
+{
+    match x {
+        Operand::Slice(s) => {
+            s.convert_to_f32_slice(&mut buf[..s.len()]);
+            Operand::Slice(&buf[..s.len()])
+        }
+        Operand::Scalar(v) => Operand::Scalar(v.to_f64() as f32),
+    }
+}
+
+fn half_binary<H: Half>(op: BinaryOp, a: Operand<'_, H>, b: Operand<'_, H>, out: &mut [H]) -> Result<()>
+where
+    [H]: HalfFloatSliceExt,
+{
+    let (mut wa, mut wb, mut wo) = ([0f32; HALF_BLOCK], [0f32; HALF_BLOCK], [0f32; HALF_BLOCK]);
+    for (k, os) in out.chunks_mut(HALF_BLOCK).enumerate() {
+        let n = os.len();
+        let (sa, sb) = (a.sub_checked(k * HALF_BLOCK, n)?, b.sub_checked(k * HALF_BLOCK, n)?);
+        let (fa, fb) = (widen_operand(sa, &mut wa), widen_operand(sb, &mut wb));
+        f32::binary_into(op, fa, fb, &mut wo[..n])?;
+        os.convert_from_f32_slice(&wo[..n]);
+    }
+    Ok(())
+}
+
+impl<'a, T: Copy> Operand<'a, T> {
+    /// [`Operand::sub`] with the bounds checked.
+    fn sub_checked(&self, start: usize, len: usize) -> Result<Operand<'a, T>> {
+        if let Operand::Slice(s) = self
+            && s.len() < start + len
+        {
+            return Err(length_error("binary", s.len(), start + len));
+        }
+        Ok(self.sub(start, len))
+    }
+}
+
+impl SliceElem for f16 {
+    fn unary_into(op: UnaryOp, x: &[Self], out: &mut [Self]) -> Result<()> {
+        half_unary(op, x, out)
+    }
+    fn binary_into(op: BinaryOp, a: Operand<'_, Self>, b: Operand<'_, Self>, out: &mut [Self]) -> Result<()> {
+        half_binary(op, a, b, out)
+    }
+}
+impl SliceElem for bf16 {
+    fn unary_into(op: UnaryOp, x: &[Self], out: &mut [Self]) -> Result<()> {
+        half_unary(op, x, out)
+    }
+    fn binary_into(op: BinaryOp, a: Operand<'_, Self>, b: Operand<'_, Self>, out: &mut [Self]) -> Result<()> {
+        half_binary(op, a, b, out)
+    }
+}
+
+/// `out = op(a, b)` for the comparisons and logical ops, any element type (f16/bf16
+/// compare exactly in their own type, which orders like f32).
+pub(crate) fn compare_into<T: CpuElem>(
+    op: BinaryOp,
+    a: Operand<'_, T>,
+    b: Operand<'_, T>,
+    out: &mut [bool],
+) -> Result<()> {
+    use BinaryOp::*;
+    let z = T::default();
+    match op {
+        Eq => map2(a, b, out, |x, y| x == y),
+        Ne => map2(a, b, out, |x, y| x != y),
+        Lt => map2(a, b, out, |x, y| x < y),
+        Le => map2(a, b, out, |x, y| x <= y),
+        Gt => map2(a, b, out, |x, y| x > y),
+        Ge => map2(a, b, out, |x, y| x >= y),
+        LogicalAnd => map2(a, b, out, |x, y| x != z && y != z),
+        LogicalOr => map2(a, b, out, |x, y| x != z || y != z),
+        LogicalXor => map2(a, b, out, |x, y| (x != z) != (y != z)),
+        Add | Sub | Mul | Div | Pow | Remainder | FloorDivide | Maximum | Minimum | Atan2 => {
+            Err(Error::Internal(format!("{} is not a comparison", op.name())))
+        }
+    }
+}
+
+/// `out = op(x)` for the predicates `isnan`, `isinf` (false for non-floats) and
+/// `logical_not` (`x == 0`), any element type.
+pub(crate) fn predicate_into<T: CpuElem>(op: UnaryOp, x: &[T], out: &mut [bool]) -> Result<()> {
+    use UnaryOp::*;
+    let z = T::default();
+    match op {
+        #[allow(clippy::eq_op)]
+        IsNan => map1(x, out, |v| v != v),
+        IsInf => map1(x, out, |v| v.to_f64().is_infinite()),
+        LogicalNot => map1(x, out, |v| v == z),
+        Neg | Abs | Sign | Square | Floor | Ceil | Round | Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt
+        | Reciprocal | Sin | Cos | Tan | Tanh | Sigmoid | Erf | Erfinv => {
+            Err(Error::Internal(format!("{} is not a predicate", op.name())))
+        }
+    }
+}
+
+/// A zero-filled output of `n` elements (the allocator's zeroed pages for large ones).
+fn output<U: Default + Clone>(n: usize) -> Vec<U> {
+    vec![U::default(); n]
+}
+
+/// `f` on chunks of the contiguous input `x` and the output.
+fn unary_map<T: Sync, U: Default + Clone + Send>(
+    x: &[T],
+    f: impl Fn(&[T], &mut [U]) -> Result<()> + Sync,
+) -> Result<Vec<U>> {
+    let mut out = output(x.len());
+    par_fill(&mut out, |start, o| f(&x[start..start + o.len()], o))?;
+    Ok(out)
+}
+
+pub(super) fn unary(op: UnaryOp, x: &CpuData) -> Result<CpuData> {
+    if op.is_predicate() {
+        return Ok(CpuData::Bool(super::storage::with_data!(x, |v| unary_map(v, |s, o| predicate_into(op, s, o))?)));
+    }
+    Ok(map_data!(x, |v| unary_map(v, |s, o| unary_into(op, s, o))?))
+}
+
+/// `f` over `a` and `b` broadcast to `out`, as runs of slices and scalars.
+fn binary_map<T: Copy + Sync, U: Default + Clone + Send>(
     a: &[T],
     sa: &[usize],
     b: &[T],
     sb: &[usize],
     out: &[usize],
-    f: impl Fn(T, T) -> U + Sync + Send,
-) -> Vec<U> {
-    let n: usize = out.iter().product();
-    if sa == out && sb == out {
-        if n >= PAR_MIN {
-            return a.par_iter().zip(b.par_iter()).map(|(&x, &y)| f(x, y)).collect();
-        }
-        return a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
-    }
-    if sa == out && b.len() == 1 {
-        let y = b[0];
-        return map_vec(a, |x| f(x, y));
-    }
-    if sb == out && a.len() == 1 {
-        let x = a[0];
-        return map_vec(b, |y| f(x, y));
-    }
-    let (ta, tb) = (broadcast_strides(sa, out), broadcast_strides(sb, out));
-    StridedIter::new(out, &ta, 0).zip(StridedIter::new(out, &tb, 0)).map(|(i, j)| f(a[i], b[j])).collect()
+    f: impl Fn(Operand<'_, T>, Operand<'_, T>, &mut [U]) -> Result<()> + Sync,
+) -> Result<Vec<U>> {
+    let layout = Layout::new([sa, sb], out);
+    let mut res = output(layout.numel());
+    par_fill(&mut res, |start, chunk| {
+        layout.for_runs(start, chunk, |[ra, rb], o| {
+            let n = o.len();
+            f(operand(a, ra, n), operand(b, rb, n), o)
+        })
+    })?;
+    Ok(res)
 }
 
-/// Float math the kernels need, for f32 and f64.
-trait Float: CpuElem + num_traits::Float + Sync {
-    fn erf(self) -> Self;
-    fn erfinv(self) -> Self;
-    fn round_even(self) -> Self;
-}
-impl Float for f32 {
-    fn erf(self) -> Self {
-        libm::erff(self)
-    }
-    /// Through f64 (accurate to a few f64 ulps), then one rounding.
-    fn erfinv(self) -> Self {
-        erfinv_f64(self as f64) as f32
-    }
-    fn round_even(self) -> Self {
-        self.round_ties_even()
-    }
-}
-impl Float for f64 {
-    fn erf(self) -> Self {
-        libm::erf(self)
-    }
-    fn erfinv(self) -> Self {
-        erfinv_f64(self)
-    }
-    fn round_even(self) -> Self {
-        self.round_ties_even()
-    }
-}
-
-/// The inverse error function: Giles' single-precision approximation ("Approximating
-/// the erfinv function", GPU Computing Gems Jade, 2011; the GPU kernel uses it alone)
-/// refined by Newton steps on `erf` to f64 accuracy. Near ±1 the step
-/// works on `erfc`, where `1 - |x|` is exact, so the tails keep their precision.
-pub(crate) fn erfinv_f64(x: f64) -> f64 {
-    let a = x.abs();
-    if x.is_nan() || a > 1.0 {
-        return f64::NAN;
-    }
-    if a == 1.0 {
-        return x * f64::INFINITY;
-    }
-    if a == 0.0 {
-        return x;
-    }
-    let mut w = -((1.0 - a) * (1.0 + a)).ln();
-    let mut y = if w < 5.0 {
-        w -= 2.5;
-        [
-            3.43273939e-07,
-            -3.5233877e-06,
-            -4.39150654e-06,
-            0.00021858087,
-            -0.00125372503,
-            -0.00417768164,
-            0.246640727,
-            1.50140941,
-        ]
-        .iter()
-        .fold(2.81022636e-08, |p, &c| c + p * w)
-    } else {
-        w = w.sqrt() - 3.0;
-        [
-            0.000100950558,
-            0.00134934322,
-            -0.00367342844,
-            0.00573950773,
-            -0.0076224613,
-            0.00943887047,
-            1.00167406,
-            2.83297682,
-        ]
-        .iter()
-        .fold(-0.000200214257, |p, &c| c + p * w)
-    } * a;
-    // Newton on erf (quadratic; the start is good to ~1e-7 inside f32's range, and a few
-    // more steps bring the far tails, beyond the fit, in too).
-    for _ in 0..8 {
-        let slope = std::f64::consts::FRAC_2_SQRT_PI * (-y * y).exp();
-        if slope == 0.0 {
-            break;
-        }
-        // erf(y) - a, written as (1 - a) - erfc(y) in the tails.
-        let err = if a < 0.5 { libm::erf(y) - a } else { (1.0 - a) - libm::erfc(y) };
-        let step = err / slope;
-        y -= step;
-        if step.abs() <= f64::EPSILON * y.abs() {
-            break;
-        }
-    }
-    y.copysign(x)
-}
-
-fn unary_float<F: Float>(op: UnaryOp, v: &[F]) -> Result<CpuData> {
-    use UnaryOp::*;
-    let zero = F::zero();
-    let f: fn(F) -> F = match op {
-        Neg => |x| -x,
-        Abs => |x| x.abs(),
-        Sign => |x| if x.is_nan() || x == F::zero() { x } else { x.signum() },
-        Square => |x| x * x,
-        Floor => |x| x.floor(),
-        Ceil => |x| x.ceil(),
-        Round => |x| x.round_even(),
-        Exp => |x| x.exp(),
-        Expm1 => |x| x.exp_m1(),
-        Log => |x| x.ln(),
-        Log1p => |x| x.ln_1p(),
-        Log2 => |x| x.log2(),
-        Sqrt => |x| x.sqrt(),
-        Rsqrt => |x| x.sqrt().recip(),
-        Reciprocal => |x| x.recip(),
-        Sin => |x| x.sin(),
-        Cos => |x| x.cos(),
-        Tan => |x| x.tan(),
-        Tanh => |x| x.tanh(),
-        // Split at 0 so exp never overflows.
-        Sigmoid => |x| {
-            if x >= F::zero() {
-                F::one() / (F::one() + (-x).exp())
-            } else {
-                let e = x.exp();
-                e / (F::one() + e)
-            }
-        },
-        Erf => |x| x.erf(),
-        Erfinv => |x| x.erfinv(),
-        IsNan => return Ok(CpuData::Bool(map_vec(v, |x| x.is_nan()))),
-        IsInf => return Ok(CpuData::Bool(map_vec(v, |x| x.is_infinite()))),
-        LogicalNot => return Ok(CpuData::Bool(map_vec(v, |x| x == zero))),
-    };
-    Ok(F::wrap(map_vec(v, f)))
-}
-
-/// Integer math the kernels need; wrapping like NumPy, never trapping. The wrapping
-/// arithmetic comes from `num_traits`; only what differs by signedness is per type.
-trait Int:
-    CpuElem
-    + Ord
-    + Sync
-    + num_traits::Zero
-    + num_traits::WrappingAdd
-    + num_traits::WrappingSub
-    + num_traits::WrappingMul
-    + num_traits::WrappingNeg
-{
-    fn wadd(self, o: Self) -> Self {
-        self.wrapping_add(&o)
-    }
-    fn wsub(self, o: Self) -> Self {
-        self.wrapping_sub(&o)
-    }
-    fn wmul(self, o: Self) -> Self {
-        self.wrapping_mul(&o)
-    }
-    fn wneg(self) -> Self {
-        self.wrapping_neg()
-    }
-    fn wabs(self) -> Self;
-    fn sign(self) -> Self;
-    fn div_floor(self, o: Self) -> Self;
-    fn rem_floor(self, o: Self) -> Self;
-    fn pow_int(self, o: Self) -> Self;
-}
-
-macro_rules! int_impl {
-    ($t:ty, signed) => {
-        impl Int for $t {
-            fn wabs(self) -> Self {
-                self.wrapping_abs()
-            }
-            fn sign(self) -> Self {
-                self.signum()
-            }
-            fn div_floor(self, o: Self) -> Self {
-                if o == 0 {
-                    return 0;
-                }
-                let q = self.wrapping_div(o);
-                if self.wrapping_rem(o) != 0 && ((self < 0) != (o < 0)) { q - 1 } else { q }
-            }
-            fn rem_floor(self, o: Self) -> Self {
-                if o == 0 {
-                    return 0;
-                }
-                let r = self.wrapping_rem(o);
-                if r != 0 && ((r < 0) != (o < 0)) { r + o } else { r }
-            }
-            fn pow_int(self, o: Self) -> Self {
-                if o < 0 {
-                    // NumPy refuses; we pick the value the limit suggests instead of trapping.
-                    return match self {
-                        1 => 1,
-                        -1 => {
-                            if o % 2 == 0 {
-                                1
-                            } else {
-                                -1
-                            }
-                        }
-                        _ => 0,
-                    };
-                }
-                self.wrapping_pow(u32::try_from(o).unwrap_or(u32::MAX))
-            }
-        }
-    };
-    ($t:ty, unsigned) => {
-        impl Int for $t {
-            fn wabs(self) -> Self {
-                self
-            }
-            fn sign(self) -> Self {
-                (self > 0) as $t
-            }
-            fn div_floor(self, o: Self) -> Self {
-                if o == 0 { 0 } else { self / o }
-            }
-            fn rem_floor(self, o: Self) -> Self {
-                if o == 0 { 0 } else { self % o }
-            }
-            fn pow_int(self, o: Self) -> Self {
-                self.wrapping_pow(o)
-            }
-        }
-    };
-}
-int_impl!(i32, signed);
-int_impl!(i64, signed);
-int_impl!(u32, unsigned);
-
-fn unary_int<I: Int>(op: UnaryOp, v: &[I]) -> Result<CpuData> {
-    use UnaryOp::*;
-    Ok(match op {
-        Neg => I::wrap(map_vec(v, I::wneg)),
-        Abs => I::wrap(map_vec(v, I::wabs)),
-        Sign => I::wrap(map_vec(v, I::sign)),
-        Square => I::wrap(map_vec(v, |x| x.wmul(x))),
-        Floor | Ceil | Round => I::wrap(v.to_vec()),
-        IsNan | IsInf => CpuData::Bool(vec![false; v.len()]),
-        LogicalNot => CpuData::Bool(map_vec(v, |x| x.is_zero())),
-        Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tan | Tanh | Sigmoid | Erf
-        | Erfinv => return Err(unsupported(op.name(), I::DTYPE)),
-    })
-}
-
-/// Runs `f` on the f32 widening of f16/bf16 data and narrows float results back.
-fn via_f32(x: &CpuData, f: impl FnOnce(&CpuData) -> Result<CpuData>) -> Result<CpuData> {
-    let dtype = x.dtype();
-    let r = f(&x.astype(DType::F32))?;
-    Ok(if r.dtype() == DType::F32 { r.astype(dtype) } else { r })
-}
-
-pub(super) fn unary(op: UnaryOp, x: &CpuData) -> Result<CpuData> {
-    match x {
-        CpuData::F32(v) => unary_float(op, v),
-        CpuData::F64(v) => unary_float(op, v),
-        CpuData::F16(_) | CpuData::BF16(_) => via_f32(x, |y| unary(op, y)),
-        CpuData::I32(v) => unary_int(op, v),
-        CpuData::I64(v) => unary_int(op, v),
-        CpuData::U32(v) => unary_int(op, v),
-        CpuData::Bool(v) => {
-            use UnaryOp::*;
-            match op {
-                LogicalNot => Ok(CpuData::Bool(map_vec(v, |x| !x))),
-                Abs | Floor | Ceil | Round => Ok(CpuData::Bool(v.clone())),
-                IsNan | IsInf => Ok(CpuData::Bool(vec![false; v.len()])),
-                Neg | Sign | Square | Exp | Expm1 | Log | Log1p | Log2 | Sqrt | Rsqrt | Reciprocal | Sin | Cos
-                | Tan | Tanh | Sigmoid | Erf | Erfinv => Err(unsupported(op.name(), DType::Bool)),
-            }
-        }
-    }
-}
-
-/// Comparisons and logical ops, for any element type.
-fn compare<T: CpuElem>(op: BinaryOp, a: &[T], sa: &[usize], b: &[T], sb: &[usize], out: &[usize]) -> Option<Vec<bool>> {
-    use BinaryOp::*;
-    let z = T::default();
-    Some(match op {
-        Eq => zip_map(a, sa, b, sb, out, |x, y| x == y),
-        Ne => zip_map(a, sa, b, sb, out, |x, y| x != y),
-        Lt => zip_map(a, sa, b, sb, out, |x, y| x < y),
-        Le => zip_map(a, sa, b, sb, out, |x, y| x <= y),
-        Gt => zip_map(a, sa, b, sb, out, |x, y| x > y),
-        Ge => zip_map(a, sa, b, sb, out, |x, y| x >= y),
-        LogicalAnd => zip_map(a, sa, b, sb, out, |x, y| x != z && y != z),
-        LogicalOr => zip_map(a, sa, b, sb, out, |x, y| x != z || y != z),
-        LogicalXor => zip_map(a, sa, b, sb, out, |x, y| (x != z) != (y != z)),
-        Add | Sub | Mul | Div | Pow | Remainder | FloorDivide | Maximum | Minimum | Atan2 => return None,
-    })
-}
-
-/// `(a // b, a % b)` as NumPy's `npy_divmod`: the remainder from the exact `fmod`, moved
-/// to the divisor's sign; the quotient `(a - mod) / b` snapped to the nearest integer.
-/// (`floor(a / b)` is not it: the rounded `a / b` can cross an integer, 1 // 0.1 is 9.)
-fn divmod<F: Float>(a: F, b: F) -> (F, F) {
-    let zero = F::zero();
-    let signed_zero = |negative: bool| if negative { -zero } else { zero };
-    let mut m = a % b;
-    if b == zero {
-        return (a / b, m);
-    }
-    let mut div = (a - m) / b;
-    // NaN counts as non-zero here, as in C's `if (mod)`.
-    if m != zero {
-        if (b < zero) != (m < zero) {
-            m = m + b;
-            div = div - F::one();
-        }
-    } else {
-        m = signed_zero(b.is_sign_negative());
-    }
-    let q = if div != zero {
-        let fl = div.floor();
-        if div - fl > F::from(0.5).expect("0.5 is representable") { fl + F::one() } else { fl }
-    } else {
-        signed_zero((a / b).is_sign_negative())
-    };
-    (q, m)
-}
-
-fn binary_float<F: Float>(
-    op: BinaryOp,
-    a: &[F],
-    sa: &[usize],
-    b: &[F],
-    sb: &[usize],
-    out: &[usize],
-) -> Result<CpuData> {
-    use BinaryOp::*;
-    if let Some(r) = compare(op, a, sa, b, sb, out) {
-        return Ok(CpuData::Bool(r));
-    }
-    let f: fn(F, F) -> F = match op {
-        Add => |x, y| x + y,
-        Sub => |x, y| x - y,
-        Mul => |x, y| x * y,
-        Div => |x, y| x / y,
-        Pow => |x, y| x.powf(y),
-        Remainder => |x, y| divmod(x, y).1,
-        FloorDivide => |x, y| divmod(x, y).0,
-        // NaN propagates, as NumPy's maximum/minimum.
-        Maximum => |x, y| if x.is_nan() || x > y { x } else { y },
-        Minimum => |x, y| if x.is_nan() || x < y { x } else { y },
-        Atan2 => |y, x| y.atan2(x),
-        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
-            return Err(Error::Internal(format!("{} is a comparison", op.name())));
-        }
-    };
-    Ok(F::wrap(zip_map(a, sa, b, sb, out, f)))
-}
-
-fn binary_int<I: Int>(op: BinaryOp, a: &[I], sa: &[usize], b: &[I], sb: &[usize], out: &[usize]) -> Result<CpuData> {
-    use BinaryOp::*;
-    if let Some(r) = compare(op, a, sa, b, sb, out) {
-        return Ok(CpuData::Bool(r));
-    }
-    let f: fn(I, I) -> I = match op {
-        Add => I::wadd,
-        Sub => I::wsub,
-        Mul => I::wmul,
-        FloorDivide => I::div_floor,
-        Remainder => I::rem_floor,
-        Pow => I::pow_int,
-        Maximum => |x, y| x.max(y),
-        Minimum => |x, y| x.min(y),
-        Div | Atan2 => return Err(unsupported(op.name(), I::DTYPE)),
-        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
-            return Err(Error::Internal(format!("{} is a comparison", op.name())));
-        }
-    };
-    Ok(I::wrap(zip_map(a, sa, b, sb, out, f)))
+/// The operand of a run: `n` elements of `v` from `off`, or the one at `off`.
+fn operand<T: Copy>(v: &[T], (off, contiguous): (usize, bool), n: usize) -> Operand<'_, T> {
+    if contiguous { Operand::Slice(&v[off..off + n]) } else { Operand::Scalar(v[off]) }
 }
 
 /// The typed slice of `b`, which `infer` gave the dtype of the other operand.
@@ -433,56 +484,43 @@ pub(super) fn binary(
     sb: &[usize],
     out: &[usize],
 ) -> Result<CpuData> {
+    use BinaryOp::*;
     let name = op.name();
-    match a {
-        CpuData::F32(x) => binary_float(op, x, sa, same(name, b)?, sb, out),
-        CpuData::F64(x) => binary_float(op, x, sa, same(name, b)?, sb, out),
-        CpuData::I32(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
-        CpuData::I64(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
-        CpuData::U32(x) => binary_int(op, x, sa, same(name, b)?, sb, out),
-        CpuData::F16(_) | CpuData::BF16(_) => {
-            let y = b.astype(DType::F32);
-            via_f32(a, |x| binary(op, x, sa, &y, sb, out))
-        }
-        CpuData::Bool(x) => {
-            let y = same::<bool>(name, b)?;
-            if let Some(r) = compare(op, x, sa, y, sb, out) {
-                return Ok(CpuData::Bool(r));
-            }
-            use BinaryOp::*;
-            let f: fn(bool, bool) -> bool = match op {
-                Add | Maximum => |p, q| p | q,
-                Mul | Minimum => |p, q| p & q,
-                Sub | Div | Pow | Remainder | FloorDivide | Atan2 => return Err(unsupported(name, DType::Bool)),
-                Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => {
-                    return Err(Error::Internal(format!("{name} is a comparison")));
-                }
-            };
-            Ok(CpuData::Bool(zip_map(x, sa, y, sb, out, f)))
-        }
+    let comparison = match op {
+        Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => true,
+        Add | Sub | Mul | Div | Pow | Remainder | FloorDivide | Maximum | Minimum | Atan2 => false,
+    };
+    if comparison {
+        return Ok(CpuData::Bool(super::storage::with_data!(a, |x| {
+            binary_map(x, sa, same(name, b)?, sb, out, |p, q, o| compare_into(op, p, q, o))?
+        })));
     }
-}
-
-fn select_typed<T: CpuElem + Sync>(
-    c: &[bool],
-    sc: &[usize],
-    a: &[T],
-    sa: &[usize],
-    b: &[T],
-    sb: &[usize],
-    out: &[usize],
-) -> Vec<T> {
-    let (tc, ta, tb) = (broadcast_strides(sc, out), broadcast_strides(sa, out), broadcast_strides(sb, out));
-    StridedIter::new(out, &tc, 0)
-        .zip(StridedIter::new(out, &ta, 0))
-        .zip(StridedIter::new(out, &tb, 0))
-        .map(|((i, j), k)| if c[i] { a[j] } else { b[k] })
-        .collect()
+    Ok(map_data!(a, |x| binary_map(x, sa, same(name, b)?, sb, out, |p, q, o| binary_into(op, p, q, o))?))
 }
 
 pub(super) fn select(ins: &[&CpuData], shapes: &[&[usize]], out: &[usize]) -> Result<CpuData> {
+    fn go<T: CpuElem>(c: &[bool], a: &[T], b: &[T], shapes: &[&[usize]], out: &[usize]) -> Result<Vec<T>> {
+        let layout = Layout::new([shapes[0], shapes[1], shapes[2]], out);
+        let mut res = output(layout.numel());
+        par_fill(&mut res, |start, chunk| {
+            layout.for_runs(start, chunk, |[rc, ra, rb], o| {
+                let n = o.len();
+                let cond = operand(c, rc, n);
+                let (x, y) = (operand(a, ra, n), operand(b, rb, n));
+                vectorize(
+                    #[inline(always)]
+                    || {
+                        for (i, o) in o.iter_mut().enumerate() {
+                            *o = if cond.get(i) { x.get(i) } else { y.get(i) };
+                        }
+                    },
+                );
+                Ok(())
+            })
+        })?;
+        Ok(res)
+    }
     let c = same::<bool>("where", ins[0])?;
-    let (sc, sa, sb) = (shapes[0], shapes[1], shapes[2]);
     let b = ins[2];
-    Ok(map_data!(ins[1], |a| select_typed(c, sc, a, sa, same("where", b)?, sb, out)))
+    Ok(map_data!(ins[1], |a| go(c, a, same("where", b)?, shapes, out)?))
 }

@@ -2,12 +2,16 @@
 //! Always built, whatever the features; its data layout stays private ([`backend`] is
 //! the public way in).
 
+mod broadcast;
 mod copy;
-mod elementwise;
+pub(crate) mod elementwise;
 mod kernels;
+mod math;
 mod matmul;
 pub(crate) mod random;
 mod reduce;
+mod scalar;
+mod simd;
 mod storage;
 
 use std::any::Any;

@@ -1,0 +1,135 @@
+//! The CPU's f32 transcendental functions (src/backend/cpu/math.rs) against f64 over the
+//! whole f32 range: every 251st bit pattern of each sign (17 million arguments per
+//! function, subnormals, ±0, ±inf and NaN included), plus dense sweeps where the
+//! functions change formula. Bound: 1 ulp of the f32 result (the implementation's
+//! stated bound is 0.5 + 2^-20 ulp); the subnormal spacing below the smallest normal.
+
+use crate::common::on;
+use lazuli::{Array, Device, Result};
+
+/// The spacing of f32 values at `|x|` (as f64).
+fn ulp32(x: f64) -> f64 {
+    let a = x.abs();
+    if a < f32::MIN_POSITIVE as f64 {
+        return 2f64.powi(-149);
+    }
+    2f64.powi(a.log2().floor() as i32 - 23)
+}
+
+/// Worst error in ulps of `got` against the f64 `want` of each argument; panics on a
+/// wrong special value.
+fn max_ulps(what: &str, x: &[f32], got: &[f32], want: impl Fn(f64) -> f64) -> f64 {
+    let mut worst = (0.0, 0.0f32);
+    for (&a, &g) in x.iter().zip(got) {
+        let w = want(a as f64);
+        if w.is_nan() {
+            assert!(g.is_nan(), "{what}({a:e}) = {g:e}, want NaN");
+            continue;
+        }
+        let w32 = w as f32;
+        if w32.is_infinite() {
+            // Beyond f32's range: the infinity, or the largest finite value within 1 ulp.
+            let ok = g == w32 || (g.abs() == f32::MAX && (w.abs() - f32::MAX as f64) <= ulp32(f32::MAX as f64));
+            assert!(ok, "{what}({a:e}) = {g:e}, want {w:e}");
+            continue;
+        }
+        assert!(g.is_finite(), "{what}({a:e}) = {g:e}, want {w:e}");
+        let e = (g as f64 - w).abs() / ulp32(w);
+        if e > worst.0 {
+            worst = (e, a);
+        }
+    }
+    assert!(worst.0 <= 1.0, "{what}: {} ulp at x = {:e}", worst.0, worst.1);
+    worst.0
+}
+
+/// Every 251st f32 bit pattern of both signs, then the specials, then dense sweeps of
+/// [-2, 2] and around the formula boundaries.
+fn arguments() -> Vec<f32> {
+    let mut v: Vec<f32> =
+        (0..(1u32 << 31)).step_by(251).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]).collect();
+    v.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MIN_POSITIVE, 1e-45, -1e-45]);
+    v.extend((-200_000..=200_000).map(|i| i as f32 * 1e-5));
+    for c in [0.25f32, 0.5, 1.0, 88.0, 1.0 / 1048576.0] {
+        let b = c.to_bits();
+        v.extend((b - 2000..b + 2000).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]));
+    }
+    v
+}
+
+fn run(x: &[f32], f: impl Fn(&Array) -> Result<Array>) -> Vec<f32> {
+    on(Device::cpu(), || f(&Array::from_slice(x, &[x.len()])?)?.to_vec::<f32>()).unwrap()
+}
+
+/// A function's name, its lazuli op and its f64 reference.
+type Case<'a> = (&'a str, fn(&Array) -> Result<Array>, &'a dyn Fn(f64) -> f64);
+
+#[test]
+fn f32_transcendentals_within_1_ulp_of_f64() {
+    let x = arguments();
+    let sig = |t: f64| 1.0 / (1.0 + (-t).exp());
+    let cases: [Case; 9] = [
+        ("exp", |a| a.exp(), &f64::exp),
+        ("expm1", |a| a.expm1(), &f64::exp_m1),
+        ("log", |a| a.log(), &f64::ln),
+        ("log1p", |a| a.log1p(), &f64::ln_1p),
+        ("log2", |a| a.log2(), &f64::log2),
+        ("tanh", |a| a.tanh(), &f64::tanh),
+        ("sigmoid", |a| a.sigmoid(), &sig),
+        ("sin", |a| a.sin(), &f64::sin),
+        ("cos", |a| a.cos(), &f64::cos),
+    ];
+    for (name, op, want) in cases {
+        max_ulps(name, &x, &run(&x, op), want);
+    }
+}
+
+#[test]
+fn f32_special_values_and_signs() {
+    let x = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -1.0];
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let nan = f32::NAN.to_bits();
+    let e = bits(run(&x, |a| a.exp()));
+    assert_eq!(&e[..4], &[1f32.to_bits(), 1f32.to_bits(), f32::INFINITY.to_bits(), 0]);
+    assert!(f32::from_bits(e[4]).is_nan());
+    // Odd functions keep the sign of zero.
+    for (name, op) in
+        [("tanh", Array::tanh as fn(&Array) -> Result<Array>), ("sin", Array::sin), ("expm1", Array::expm1)]
+    {
+        let r = run(&x[..2], op);
+        assert_eq!(bits(r), vec![0, (-0.0f32).to_bits()], "{name}");
+    }
+    assert_eq!(run(&x[2..4], |a| a.tanh()), vec![1.0, -1.0]);
+    let l = run(&x, |a| a.log());
+    assert_eq!(&l[..3], &[f32::NEG_INFINITY, f32::NEG_INFINITY, f32::INFINITY]);
+    assert!(l[3].is_nan() && l[4].is_nan() && l[5].is_nan());
+    let l1 = run(&[-1.0, -2.0, f32::INFINITY], |a| a.log1p());
+    assert_eq!(l1[0], f32::NEG_INFINITY);
+    assert!(l1[1].is_nan());
+    assert_eq!(l1[2], f32::INFINITY);
+    assert!(bits(run(&x[2..5], |a| a.sin())).iter().all(|&b| f32::from_bits(b).is_nan() || b == nan));
+}
+
+/// pow against f64 over a grid of positive bases (every 4099th bit pattern) and
+/// exponents, and C99's special cases (libm's, for zeros, negatives and infinities).
+#[test]
+fn f32_pow_within_1_ulp_and_c99_cases() {
+    let bases: Vec<f32> = (1..0x7f80_0000u32).step_by(4099).map(f32::from_bits).collect();
+    for y in [0.5f32, -0.5, 1.0, 2.0, 3.0, -3.0, 0.1, 7.5, -40.0, 100.0, 1e-3] {
+        let ys = vec![y; bases.len()];
+        let got = on(Device::cpu(), || {
+            Array::from_slice(&bases, &[bases.len()])?.pow(&Array::from_slice(&ys, &[ys.len()])?)?.to_vec::<f32>()
+        })
+        .unwrap();
+        max_ulps(&format!("pow(x, {y})"), &bases, &got, |x| x.powf(y as f64));
+    }
+    let inf = f32::INFINITY;
+    let a = [-2.0f32, -2.0, 0.0, -0.0, f32::NAN, 1.0, -1.0, inf, 0.5, 2.0];
+    let b = [3.0f32, 0.5, -1.0, 3.0, 0.0, f32::NAN, inf, -2.0, inf, -inf];
+    let got = on(Device::cpu(), || Array::from_slice(&a, &[10])?.pow(&Array::from_slice(&b, &[10])?)?.to_vec::<f32>())
+        .unwrap();
+    let want = [-8.0f32, f32::NAN, inf, -0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0];
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "pow({}, {}) = {g}, want {w}", a[i], b[i]);
+    }
+}
