@@ -56,6 +56,7 @@ pub mod dtype;
 pub mod error;
 pub mod eval;
 pub mod format;
+pub mod fusion;
 mod interop;
 pub mod io;
 pub mod lifecycle;

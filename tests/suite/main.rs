@@ -10,6 +10,7 @@ mod custom_backend;
 mod devices;
 mod features;
 mod format;
+mod fusion;
 mod gpu_numerics;
 mod gpu_parity;
 mod indexing;
