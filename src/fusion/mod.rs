@@ -1,18 +1,18 @@
 //! Kernel fusion: at every [`eval`](crate::eval()), maximal regions of elementwise
 //! primitives run as one generated kernel, without temporaries between them.
 //!
-//! The pass ([`plan`]) sits between the topological order and execution. A region grows
+//! The pass sits between the topological order and execution. A region grows
 //! from a root (an elementwise primitive, or a reduction with an elementwise prologue)
 //! towards its inputs, absorbing an input node only when
 //! - it is pending, elementwise, on the root's stream, of the root's shape (a region
 //!   computes every value once per output element; broadcast happens only at its inputs),
 //! - nothing outside the region holds it: no user handle, no consumer elsewhere, not built
-//!   in a [`retaining`](crate::array::retaining) scope (a transform may read it later),
+//!   in a transform's retaining scope (`grad` may read it later),
 //! - the backend's [`Fuser`] accepts it, and the region stays within [`Limits`].
 //!
 //! A node that fails any test is *written out*: it runs on its own (or roots its own region)
 //! and the region reads its buffer. Scalar constants (pending `Full` nodes of one element)
-//! are folded into the region as literals, whoever else holds them.
+//! are folded into the region as parameters, whoever else holds them.
 //!
 //! A region's [`Program`] is what a backend compiles: a list of SSA [`Step`]s over the
 //! region's inputs. The GPU backend turns it into one WGSL kernel, cached by the program's
