@@ -159,6 +159,31 @@ fn generated_kernels_validate() {
         (&(&a * 0.5).unwrap() + 1.0).unwrap(),
     ];
     let mut n = 0;
+    // A reduction program as the GPU planner makes it (the CPU does not fuse reductions,
+    // so it is written out here): sum over rows of (x - mean)^2, mean read per row.
+    let meta = |shape: &[usize]| lazuli::primitive::Meta { shape: shape.to_vec(), dtype: DType::F32 };
+    let var = fusion::Program {
+        shape: vec![96, 300],
+        inputs: vec![meta(&[96, 300]), meta(&[96, 1]), meta(&[1, 300])],
+        steps: vec![
+            (Step::Input(0), DType::F32),
+            (Step::Input(1), DType::F32),
+            (Step::Binary(lazuli::primitive::BinaryOp::Sub, 0, 1), DType::F32),
+            (Step::Unary(lazuli::primitive::UnaryOp::Square, 2), DType::F32),
+            (Step::Input(2), DType::F32),
+            (Step::Binary(lazuli::primitive::BinaryOp::Mul, 3, 4), DType::F32),
+        ],
+        result: 5,
+        reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![1] }),
+        output: meta(&[96, 1]),
+    };
+    for axes in [vec![1], vec![0], vec![0, 1]] {
+        let p = fusion::Program {
+            reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes }),
+            ..var.clone()
+        };
+        crate::shaders_naga::validate_all_targets("fused reduction", &lazuli::backend::gpu::fused_source(&p).unwrap());
+    }
     for y in &cases {
         for p in fusion::programs(&[y]) {
             let src = lazuli::backend::gpu::fused_source(&p).unwrap();
@@ -167,4 +192,50 @@ fn generated_kernels_validate() {
         }
     }
     assert!(n >= cases.len());
+}
+
+/// Reductions with an elementwise prologue are one kernel on the GPU (rows long enough,
+/// enough of them) and agree with the unfused passes within the reordering of the sum.
+#[test]
+fn reductions_with_prologues_agree() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    let gpu = lazuli::Device::gpu(0);
+    type Case = (&'static str, Box<dyn Fn(&Array) -> lazuli::Result<Array>>);
+    let cases: Vec<Case> = vec![
+        ("sum(exp(x - 1)) over rows", Box::new(|x| (x - 1.0)?.exp()?.sum(&[-1], false))),
+        ("var over rows", Box::new(|x| x.var(&[-1], true, 1))),
+        ("logsumexp over rows", Box::new(|x| x.logsumexp(&[-1], false))),
+        ("max(|x| * 2) over columns", Box::new(|x| (&x.abs()? * 2.0)?.max(&[0], false))),
+        ("sum(x^2) over axes 0 and 2", Box::new(|x| x.reshape(&[4, 96, 75])?.square()?.sum(&[0, 2], false))),
+        ("min(where(x > 0, x, -x)) over rows", Box::new(|x| lazuli::where_(&x.gt(0.0)?, x, x.neg()?)?.min(&[1], true))),
+    ];
+    let data: Vec<f32> = (0..96 * 300).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
+    for (what, f) in &cases {
+        let run = |fused: bool| -> lazuli::Result<(Vec<f32>, u64)> {
+            fusion::set_enabled(fused);
+            let before = fusion::regions_run();
+            let v = crate::common::on(gpu, || {
+                let x = Array::from_slice(&data, &[96, 300])?;
+                let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
+                f(&x)?.to_vec::<f32>()
+            });
+            fusion::set_enabled(true);
+            Ok((v?, fusion::regions_run() - before))
+        };
+        let (plain, _) = run(false).unwrap();
+        let (fused, regions) = run(true).unwrap();
+        assert!(regions > 0, "{what}: nothing fused");
+        let cpu = crate::common::on(lazuli::Device::cpu(), || {
+            let x = Array::from_slice(&data, &[96, 300])?;
+            let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
+            f(&x)?.to_vec::<f32>()
+        })
+        .unwrap();
+        for ((p, q), c) in plain.iter().zip(&fused).zip(&cpu) {
+            let tol = 1e-5 * c.abs().max(1.0);
+            assert!((p - q).abs() <= tol && (q - c).abs() <= tol, "{what}: unfused {p}, fused {q}, cpu {c}");
+        }
+    }
 }

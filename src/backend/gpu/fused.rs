@@ -14,20 +14,25 @@ use std::sync::{Mutex, OnceLock};
 
 use super::buffer::{GpuBuffer, alloc};
 use super::context::{Context, context};
-use super::encoder::dispatch_1d;
-use super::params::{FusedParams, MAX_FUSED_CONSTS, MAX_FUSED_INPUTS};
+use super::encoder::{dispatch, dispatch_1d, grid};
+use super::params::{FusedParams, FusedReduceParams, MAX_FUSED_CONSTS, MAX_FUSED_INPUTS, MAX_RANK};
 use super::pipeline::check_rank;
 use super::{gpu_buf, i32_param, u32_param};
 use crate::backend::{Buffer, Input};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::fusion::{Fuser, Limits, Program, Step};
+use crate::fusion::{Fuser, Limits, Program, Reduction, Step};
 use crate::primitive::{Meta, Primitive};
 use crate::shape::{broadcast_strides, merge_axes, numel};
 use crate::stream::Stream;
 
 /// The GPU's fuser.
 pub(crate) struct GpuFuser;
+
+/// A fused reduction needs at least this many outputs (workgroups) ...
+const REDUCE_MIN_OUTPUTS: usize = 64;
+/// ... and this many reduced elements per output (one per thread of the workgroup).
+const REDUCE_MIN_LEN: usize = 256;
 
 /// Dtypes a generated kernel computes in: f32 values, and bool (a u32 word, 0 or 1) for
 /// comparisons and conditions. Other dtypes run unfused.
@@ -54,12 +59,18 @@ impl Fuser for GpuFuser {
             Primitive::Binary(_) => d == [DType::F32, DType::F32] && fusable(out),
             Primitive::Select(_) => d == [DType::Bool, DType::F32, DType::F32],
             Primitive::AsType(_) => matches!(d[..], [DType::F32 | DType::Bool]) && out == DType::F32,
+            Primitive::Reduce(_) => {
+                // One workgroup per output: worth it with enough outputs to fill the device
+                // and rows long enough to keep 256 threads busy (softmax, layer_norm, var
+                // over rows); a sum of everything keeps the multi-pass kernels.
+                let (outs, len) = (output.numel(), inputs[0].numel() / output.numel().max(1));
+                d == [DType::F32] && out == DType::F32 && outs >= REDUCE_MIN_OUTPUTS && len >= REDUCE_MIN_LEN
+            }
             Primitive::Arange(_)
             | Primitive::RandomBits(_)
             | Primitive::Reshape(_)
             | Primitive::AsStrided(_)
             | Primitive::Copy(_)
-            | Primitive::Reduce(_)
             | Primitive::ArgReduce(_)
             | Primitive::Scan(_)
             | Primitive::Concatenate(_)
@@ -76,12 +87,15 @@ impl Fuser for GpuFuser {
         let body = source(program)?;
         let pipeline = pipeline(ctx, &body)?;
         let n = program.output.numel();
-        let params = params(program)?;
         let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
         let out = alloc(s, program.output.dtype, n)?;
         let mut bindings: Vec<(u32, &GpuBuffer)> = ins.iter().enumerate().map(|(k, b)| (1 + k as u32, *b)).collect();
         bindings.push((1 + ins.len() as u32, &out));
-        dispatch_1d(ctx, &pipeline, &params, &bindings, n)?;
+        match &program.reduction {
+            // One workgroup of 256 threads per output.
+            Some(_) => dispatch(ctx, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
+            None => dispatch_1d(ctx, &pipeline, &params(program)?, &bindings, n)?,
+        }
         super::announce_ready()?;
         Ok(std::sync::Arc::new(out))
     }
@@ -120,16 +134,12 @@ fn wgsl_type(d: DType) -> Result<&'static str> {
 /// The WGSL text of the program's kernel, entry point `main`. Public to the crate's tests
 /// through [`crate::backend::gpu::fused_source`].
 pub(crate) fn source(p: &Program) -> Result<String> {
-    if p.reduction.is_some() {
-        return Err(Error::unsupported("gpu", "fused reductions"));
-    }
     if p.inputs.len() > MAX_FUSED_INPUTS {
         return Err(Error::Internal(format!("a fused region of {} inputs", p.inputs.len())));
     }
-    let n = p.output.numel();
-    let consts = const_table(p)?;
+    let params = if p.reduction.is_some() { "FusedReduceParams" } else { "FusedParams" };
     let mut s = super::shader::f32_library();
-    s.push_str("\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: FusedParams;\n");
+    let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
     for (k, m) in p.inputs.iter().enumerate() {
         let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: array<{}>;", k + 1, wgsl_type(m.dtype)?);
     }
@@ -139,17 +149,67 @@ pub(crate) fn source(p: &Program) -> Result<String> {
         p.inputs.len() + 1,
         wgsl_type(p.output.dtype)?
     );
-    s.push_str(
-        "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
-    );
-    for (v, &(step, dtype)) in p.steps.iter().enumerate() {
-        let ty = |a: usize| p.steps[a].1;
-        let expr = match step {
-            Step::Input(k) => match read_of(&p.inputs[k], n) {
+    match &p.reduction {
+        None => {
+            let n = p.output.numel();
+            s.push_str(
+                "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
+            );
+            let read = |k: usize| match read_of(&p.inputs[k], n) {
                 Read::Flat => format!("IN{k}[i]"),
                 Read::Scalar => format!("IN{k}[0]"),
                 Read::Strided => format!("IN{k}[u32(strided_offset(i, P.rank, P.shape, P.strides[{k}]))]"),
-            },
+            };
+            steps(&mut s, p, "    ", read)?;
+            let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
+        }
+        Some(r) => {
+            // Each thread folds a strided share of the reduced elements, then the group
+            // folds the 256 partials as the unfused row kernel does (reduce.wgsl).
+            let op = r.op.wgsl_name();
+            s.push_str(
+                "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n",
+            );
+            let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
+            for k in 0..p.inputs.len() {
+                if !scalar(k) {
+                    let _ = writeln!(
+                        s,
+                        "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);"
+                    );
+                }
+            }
+            let _ = writeln!(
+                s,
+                "    var acc = acc_identity({op});\n    let len = select(0u, P.len, live);\n    for (var r = lid; r < len; r += 256u) {{"
+            );
+            let (_, (rshape, rst)) = reduce_layout(p, r);
+            let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
+                (true, _) => format!("IN{k}[0]"),
+                (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
+                (false, Read::Scalar) => format!("IN{k}[u32(ko{k})]"),
+                (false, Read::Strided) => {
+                    format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
+                }
+            };
+            steps(&mut s, p, "        ", read)?;
+            let _ = writeln!(
+                s,
+                "        acc = acc_op({op}, acc, v{});\n    }}\n    PART[lid] = acc;\n    workgroupBarrier();\n    for (var h = 128u; h > 0u; h = h >> 1u) {{\n        if lid < h {{\n            PART[lid] = acc_op({op}, PART[lid], PART[lid + h]);\n        }}\n        workgroupBarrier();\n    }}\n    if live && lid == 0u {{\n        OUT[o] = PART[0];\n    }}\n}}",
+                p.result
+            );
+        }
+    }
+    Ok(s)
+}
+
+/// One `let` per step, reading input `k` as `read(k)` gives it.
+fn steps(s: &mut String, p: &Program, indent: &str, read: impl Fn(usize) -> String) -> Result<()> {
+    let consts = const_table(p)?;
+    for (v, &(step, dtype)) in p.steps.iter().enumerate() {
+        let ty = |a: usize| p.steps[a].1;
+        let expr = match step {
+            Step::Input(k) => read(k),
             Step::Const(c) => {
                 // The bits of the value the Full kernel stores (`value as f32`, or 0/1).
                 let bits = const_bits(c, dtype)?;
@@ -172,10 +232,9 @@ pub(crate) fn source(p: &Program) -> Result<String> {
                 (from, to) => return Err(Error::Internal(format!("a fused cast from {from} to {to}"))),
             },
         };
-        let _ = writeln!(s, "    let v{v}: {} = {expr};", wgsl_type(dtype)?);
+        let _ = writeln!(s, "{indent}let v{v}: {} = {expr};", wgsl_type(dtype)?);
     }
-    let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
-    Ok(s)
+    Ok(())
 }
 
 /// The bits a constant step holds in [`FusedParams::consts`].
@@ -227,6 +286,67 @@ fn params(p: &Program) -> Result<FusedParams> {
         }
     }
     Ok(w)
+}
+
+/// Kept and reduced axes apart, each merged where every input allows, and each input's
+/// broadcast strides over both.
+type Axes = (Vec<usize>, Vec<Vec<isize>>);
+
+/// The kept and the reduced axes of a reduction program, each merged where every input
+/// allows, with each input's broadcast strides over them.
+fn reduce_layout(p: &Program, r: &Reduction) -> (Axes, Axes) {
+    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+    let part = |reduced: bool| {
+        let axes: Vec<usize> = (0..p.shape.len()).filter(|a| r.axes.contains(a) == reduced).collect();
+        let shape: Vec<usize> = axes.iter().map(|&a| p.shape[a]).collect();
+        let st: Vec<Vec<isize>> = strides.iter().map(|s| axes.iter().map(|&a| s[a]).collect()).collect();
+        merge_axes(&shape, &st)
+    };
+    (part(false), part(true))
+}
+
+/// How input `k` of a reduction is read along the reduced elements: one run with stride 1
+/// or 0 (rows of a softmax, a per-row mean) skips the index arithmetic.
+fn reduce_read(rshape: &[usize], rst: &[Vec<isize>], k: usize) -> Read {
+    match (rshape.len(), rst[k].first()) {
+        (1, Some(1)) => Read::Flat,
+        (1, Some(0)) | (0, _) => Read::Scalar,
+        _ => Read::Strided,
+    }
+}
+
+fn reduce_params(p: &Program) -> Result<FusedReduceParams> {
+    let r = p.reduction.as_ref().ok_or_else(|| Error::Internal("reduce_params of an elementwise region".into()))?;
+    let ((kshape, kst), (rshape, rst)) = reduce_layout(p, r);
+    check_rank("fused reduction", kshape.len().max(rshape.len()))?;
+    let mut w = FusedReduceParams {
+        n: u32_param("fused reduction", p.output.numel())?,
+        len: u32_param("fused reduction", numel(&rshape))?,
+        krank: kshape.len() as u32,
+        rrank: rshape.len() as u32,
+        ..Default::default()
+    };
+    fill(&mut w.kshape, &mut w.kstrides, &kshape, &kst)?;
+    fill(&mut w.rshape, &mut w.rstrides, &rshape, &rst)?;
+    for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
+        *slot = b;
+    }
+    Ok(w)
+}
+
+fn fill(
+    shape_out: &mut [u32; MAX_RANK],
+    strides_out: &mut [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+    shape: &[usize],
+    strides: &[Vec<isize>],
+) -> Result<()> {
+    for (i, &d) in shape.iter().enumerate() {
+        shape_out[i] = u32_param("fused reduction", d)?;
+        for (k, st) in strides.iter().enumerate() {
+            strides_out[k][i] = i32_param("fused reduction", st[i])?;
+        }
+    }
+    Ok(())
 }
 
 /// Generated kernels kept at most; beyond it the least recently used goes (a program

@@ -96,6 +96,30 @@ params! {
         consts: [u32; MAX_FUSED_CONSTS],
     }
 
+    /// Generated fused reductions (`fused.rs`): one workgroup per output element walks the
+    /// reduced elements; kept and reduced axes are indexed apart, each input with its own
+    /// broadcast strides over both.
+    struct FusedReduceParams {
+        /// Output elements (workgroups).
+        n: u32,
+        /// Reduced elements per output.
+        len: u32,
+        /// Rank of the (merged) kept axes.
+        krank: u32,
+        /// Rank of the (merged) reduced axes.
+        rrank: u32,
+        /// The kept axes.
+        kshape: [u32; MAX_RANK],
+        /// The reduced axes.
+        rshape: [u32; MAX_RANK],
+        /// Each input's strides over the kept axes.
+        kstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// Each input's strides over the reduced axes.
+        rstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// Folded constants, as in `FusedParams`.
+        consts: [u32; MAX_FUSED_CONSTS],
+    }
+
     /// `elementwise.wgsl`: unary, binary, select, astype (the unary kernels read only `n`).
     struct EwParams {
         /// Output elements.
