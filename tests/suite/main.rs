@@ -6,6 +6,7 @@ mod abuse;
 mod async_eval;
 mod basics;
 mod common;
+mod compile;
 mod custom_backend;
 mod devices;
 mod features;
