@@ -11,6 +11,7 @@ use std::sync::{Arc, Weak};
 use crate::array::{Array, Kept, Node, State};
 use crate::backend::{Backend, Buffer, Input, backend_for};
 use crate::error::{Error, Result};
+use crate::fusion::{self, Plan, Region};
 use crate::lifecycle::WorkGuard;
 use crate::primitive::{Meta, Primitive};
 use crate::stream::{Stream, registry, with_stream};
@@ -28,7 +29,7 @@ pub fn primitives_run() -> u64 {
 ///
 /// The order holds weak references: a node's consumers keep it alive until they run,
 /// and once they have run and detached, nothing needs it.
-fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
+pub(crate) fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
     let mut order = Vec::new();
     let mut seen: HashSet<*const Node> = HashSet::new();
     // (node, children pushed already?)
@@ -61,9 +62,23 @@ fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
 /// thread that finds a node running elsewhere waits for it.
 pub fn eval(outputs: &[&Array]) -> Result<()> {
     let _guard = WorkGuard::enter()?;
-    for w in topo_order(outputs) {
-        if let Some(node) = w.upgrade() {
-            run_node(&node)?;
+    let order = topo_order(outputs);
+    if crate::fusion::enabled() {
+        for step in fusion::plan(order) {
+            match step {
+                Plan::Node(w) => {
+                    if let Some(node) = w.upgrade() {
+                        run_node(&node)?;
+                    }
+                }
+                Plan::Region(r) => run_region(r)?,
+            }
+        }
+    } else {
+        for w in order {
+            if let Some(node) = w.upgrade() {
+                run_node(&node)?;
+            }
         }
     }
     for a in outputs {
@@ -128,6 +143,54 @@ pub(crate) fn ready_buffer(a: &Array) -> Result<Buffer> {
 /// Runs one node if it is still pending. Inputs come earlier in the order, so they are
 /// ready, failed, or running on another thread (then we wait).
 fn run_node(node: &Node) -> Result<()> {
+    run_with(node, |op, inputs| execute(node, op, inputs))
+}
+
+/// Runs a fused region in place of its root node. The members stay pending: nothing
+/// outside the region holds them, so they go when the root detaches. A region whose
+/// kernel fails (to build, mostly) runs unfused instead, with a log line.
+fn run_region(r: Region) -> Result<()> {
+    let root = &r.root.0;
+    run_with(root, |op, inputs| {
+        let stream = &root.stream;
+        registry().check(stream)?;
+        let backend = backend_for(stream.device)?;
+        let mut buffers = Vec::with_capacity(r.leaves.len());
+        for a in &r.leaves {
+            let b = wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?;
+            buffers.push(if b.device() != stream.device { transfer(&b, a, stream)? } else { b });
+        }
+        let ins: Vec<Input<'_>> =
+            buffers.iter().zip(&r.leaves).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+        let fused = match backend.fuser() {
+            Some(f) => f.run(stream, &r.program, &ins),
+            None => Err(Error::Internal(format!("{} has no fuser but got a region", backend.name()))),
+        };
+        match fused {
+            Ok(b) => {
+                PRIMITIVES_RUN.fetch_add(r.members.len() as u64 + 1, Ordering::Relaxed);
+                fusion::count_region();
+                return Ok(b);
+            }
+            // Running the members one by one cannot help when memory, the device or the
+            // process is the problem: say so at once.
+            Err(e @ (Error::OutOfMemory { .. } | Error::ShutDown | Error::StreamClosed { .. })) => return Err(e),
+            Err(e) => log::warn!(
+                "{}: a fused region of {} primitives failed ({e}); running them one by one",
+                backend.name(),
+                r.program.primitives()
+            ),
+        }
+        drop(ins);
+        for m in &r.members {
+            run_node(&m.0)?;
+        }
+        execute(root, op, inputs)
+    })
+}
+
+/// Takes a pending node's primitive and inputs, runs `exec` on them and stores the result.
+fn run_with(node: &Node, exec: impl FnOnce(&Primitive, &[Array]) -> Result<Buffer>) -> Result<()> {
     let (op, inputs) = {
         let mut st = node.lock();
         match std::mem::replace(&mut *st, State::Running) {
@@ -141,7 +204,7 @@ fn run_node(node: &Node) -> Result<()> {
     };
     // A kernel that panics (a bug, or an allocation that overflows) must still leave the
     // node failed, or every later read of it would wait forever.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(node, &op, &inputs)))
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec(&op, &inputs)))
         .unwrap_or_else(|panic| Err(Error::Internal(format!("{} panicked: {}", op.name(), panic_message(&*panic)))));
     // Detach: unless the node is retained, `op` and `inputs` drop at the end of this
     // function, freeing inputs no one else holds.

@@ -52,10 +52,12 @@ pub struct ReadmeDoctests;
 
 pub mod array;
 pub mod backend;
+pub mod compile;
 pub mod dtype;
 pub mod error;
 pub mod eval;
 pub mod format;
+pub mod fusion;
 mod interop;
 pub mod io;
 pub mod lifecycle;
@@ -70,6 +72,7 @@ pub mod transforms;
 mod worker;
 
 pub use array::Array;
+pub use compile::{Compiled, compile};
 pub use dtype::{DType, Element, promote};
 pub use error::{Error, Result};
 pub use eval::{async_eval, eval, primitives_run};

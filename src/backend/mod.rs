@@ -75,6 +75,11 @@ pub trait Backend: Send + Sync + 'static {
     fn wait_idle(&self, _limit: Duration) -> bool {
         true
     }
+    /// The backend's runner of fused regions, if it fuses (see [`crate::fusion`]).
+    /// Backends without one run every primitive on its own.
+    fn fuser(&self) -> Option<&'static dyn crate::fusion::Fuser> {
+        None
+    }
     /// What process exit must do for this backend (see [`ExitPolicy`]).
     fn exit_policy(&self) -> ExitPolicy {
         ExitPolicy::Return

@@ -4,6 +4,11 @@
 
 use lazuli::backend::gpu::{shader_source, shader_variants};
 
+/// Validates generated WGSL (fused kernels) and translates it to every target.
+pub(crate) fn validate_all_targets(name: &str, src: &str) {
+    translate(name, src, false);
+}
+
 /// `coop`: the cooperative-matrix kernel, which runs only on Vulkan (the device asks for
 /// cooperative matrices only where the adapter reports 16x16x16 f16 fragments, which
 /// Metal's 8x8 simdgroup matrices and DX12 do not), so it is translated to SPIR-V only.

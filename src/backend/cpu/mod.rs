@@ -4,7 +4,8 @@
 
 mod broadcast;
 mod copy;
-pub(crate) mod elementwise;
+mod elementwise;
+mod fused;
 mod kernels;
 mod math;
 mod matmul;
@@ -97,6 +98,10 @@ impl Backend for CpuBackend {
         // CPU kernels run to completion inside `run`.
         Ok(())
     }
+
+    fn fuser(&self) -> Option<&'static dyn crate::fusion::Fuser> {
+        Some(&fused::CpuFuser)
+    }
 }
 
 /// Working sets at least this large are probed before their kernel runs.
@@ -112,8 +117,14 @@ fn probe_allocation(op: &Primitive, inputs: &[Input<'_>], out: &Meta) -> Result<
     let out_bytes = crate::shape::check_size(op.name(), &out.shape, out.dtype)?;
     let widened = inputs.iter().fold(0usize, |acc, i| acc.saturating_add(i.meta.numel().saturating_mul(8)));
     let bytes = out_bytes.saturating_add(widened);
+    probe_bytes(bytes, || {
+        format!("cpu: {} of shape {:?} (output and working copies of its inputs)", op.name(), out.shape)
+    })
+}
+
+/// The probe of [`probe_allocation`] for a working set of `bytes`, described by `what`.
+pub(super) fn probe_bytes(bytes: usize, what: impl Fn() -> String) -> Result<()> {
     if bytes >= PROBE_MIN {
-        let what = || format!("cpu: {} of shape {:?} (output and working copies of its inputs)", op.name(), out.shape);
         // Where the system overcommits (vm.overcommit_memory=1), the reservation below
         // succeeds for any size and the kernel is killed later: compare with the machine.
         if let Some(total) = host_memory().filter(|&t| bytes as u64 > t) {

@@ -42,16 +42,24 @@ pub(crate) static CREATING: AtomicBool = AtomicBool::new(false);
 /// once and cached, so a machine without a GPU pays for the probe only once.
 pub(crate) fn context() -> Result<&'static Context> {
     static CTX: OnceLock<std::result::Result<&'static Context, String>> = OnceLock::new();
-    match CTX.get_or_init(|| {
-        // Device creation is device work: the exit hook waits for it, and once exit has
-        // begun it is refused (a driver torn down under a half-made device crashed).
-        let _guard = crate::lifecycle::WorkGuard::enter().map_err(|e| e.to_string())?;
-        CREATION_BEGUN.store(true, Ordering::SeqCst);
-        CREATING.store(true, Ordering::SeqCst);
-        let ctx = init().map(|c| &*Box::leak(Box::new(c)));
-        CREATING.store(false, Ordering::SeqCst);
-        ctx
-    }) {
+    let made = match CTX.get() {
+        Some(made) => made,
+        None => {
+            // Device creation is device work: the exit hook waits for it, and once exit has
+            // begun it is refused (a driver torn down under a half-made device crashed). The
+            // refusal is returned as `Error::ShutDown`, not cached: only a real probe result
+            // is kept for the rest of the process.
+            let _guard = crate::lifecycle::WorkGuard::enter()?;
+            CTX.get_or_init(|| {
+                CREATION_BEGUN.store(true, Ordering::SeqCst);
+                CREATING.store(true, Ordering::SeqCst);
+                let ctx = init().map(|c| &*Box::leak(Box::new(c)));
+                CREATING.store(false, Ordering::SeqCst);
+                ctx
+            })
+        }
+    };
+    match made {
         Ok(c) => {
             c.install_handlers();
             Ok(c)

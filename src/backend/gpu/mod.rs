@@ -35,6 +35,7 @@ mod copy;
 mod elementwise;
 mod encoder;
 mod fill;
+mod fused;
 mod index;
 mod kernels;
 mod matmul;
@@ -182,6 +183,10 @@ impl Backend for GpuBackend {
         encoder::wait_idle(deadline.saturating_duration_since(std::time::Instant::now()))
     }
 
+    fn fuser(&self) -> Option<&'static dyn crate::fusion::Fuser> {
+        Some(&fused::GpuFuser)
+    }
+
     fn exit_policy(&self) -> ExitPolicy {
         if context::CREATING.load(Ordering::SeqCst) { ExitPolicy::HardExitNow } else { ExitPolicy::HardExit }
     }
@@ -192,6 +197,12 @@ impl Backend for GpuBackend {
 pub(crate) fn started() -> Option<Arc<dyn Backend>> {
     static B: OnceLock<Arc<dyn Backend>> = OnceLock::new();
     context::CREATION_BEGUN.load(Ordering::SeqCst).then(|| B.get_or_init(|| Arc::new(GpuBackend)).clone())
+}
+
+/// The WGSL kernel the GPU backend generates for a fused region (for tests that
+/// validate generated code with naga, and for backend authors).
+pub fn fused_source(program: &crate::fusion::Program) -> Result<String> {
+    fused::source(program)
 }
 
 /// After the first kernel has been compiled and has finished, tells the lifecycle layer

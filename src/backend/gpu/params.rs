@@ -68,7 +68,58 @@ macro_rules! params {
     };
 }
 
+/// Most inputs of a fused region on the GPU (the stride table's length): with the
+/// parameters and the output, 10 bindings, inside every adapter's storage-buffer limit
+/// this backend runs on (WebGPU's minimum is 8 per stage; the region planner also checks
+/// the device's own limit).
+pub(crate) const MAX_FUSED_INPUTS: usize = 8;
+
+/// Most distinct folded constants of a fused region on the GPU (a region with more runs
+/// unfused, with a warning in the log).
+pub(crate) const MAX_FUSED_CONSTS: usize = 32;
+
 params! {
+    /// Generated fused kernels (`fused.rs`): strides of the inputs read with broadcast.
+    struct FusedParams {
+        /// Output elements.
+        n: u32,
+        /// Rank of the merged output shape.
+        rank: u32,
+        /// The merged output shape.
+        shape: [u32; MAX_RANK],
+        /// Broadcast strides of each input (used by inputs neither flat nor scalar).
+        strides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// The bits of the region's folded constants (distinct values, in order of first
+        /// use). Read at run time, not written into the kernel: a compiler that sees a
+        /// literal 0.0 divisor may fold `x / 0.0` under WGSL's no-NaN licence (lavapipe gave
+        /// 1.0 for 0/0), and one kernel then serves every value of the constants.
+        consts: [u32; MAX_FUSED_CONSTS],
+    }
+
+    /// Generated fused reductions (`fused.rs`): one workgroup per output element walks the
+    /// reduced elements; kept and reduced axes are indexed apart, each input with its own
+    /// broadcast strides over both.
+    struct FusedReduceParams {
+        /// Output elements (workgroups).
+        n: u32,
+        /// Reduced elements per output.
+        len: u32,
+        /// Rank of the (merged) kept axes.
+        krank: u32,
+        /// Rank of the (merged) reduced axes.
+        rrank: u32,
+        /// The kept axes.
+        kshape: [u32; MAX_RANK],
+        /// The reduced axes.
+        rshape: [u32; MAX_RANK],
+        /// Each input's strides over the kept axes.
+        kstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// Each input's strides over the reduced axes.
+        rstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// Folded constants, as in `FusedParams`.
+        consts: [u32; MAX_FUSED_CONSTS],
+    }
+
     /// `elementwise.wgsl`: unary, binary, select, astype (the unary kernels read only `n`).
     struct EwParams {
         /// Output elements.

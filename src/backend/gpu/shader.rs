@@ -215,6 +215,20 @@ fn f16_storage(src: &str) -> Result<String> {
     Ok(s)
 }
 
+/// The f32 helper library every generated (fused) kernel starts from: the same header,
+/// op constants, common and float helpers and parameter structs as `shader_source` gives
+/// an f32 elementwise kernel, so a fused step computes what its own kernel computes.
+pub(crate) fn f32_library() -> String {
+    let header = "alias T = f32;\nalias A = f32;\nconst T_IS_F16 = false;\nconst T_IS_BOOL = false;\n";
+    let mut s = String::with_capacity(header.len() + COMMON.len() + TYPES_FLOAT.len() + 8192);
+    s.push_str(header);
+    s.push_str(&crate::primitive::wgsl_constants());
+    s.push_str(COMMON);
+    s.push_str(TYPES_FLOAT);
+    s.push_str(&wgsl_structs());
+    s
+}
+
 /// The WGSL source of `kernel` specialised for `dtype`. `Err(Error::Unsupported)` for a
 /// dtype the family has no specialisation for (BF16, F64, I64 never do).
 pub fn shader_source(kernel: Kernel, dtype: DType) -> Result<String> {

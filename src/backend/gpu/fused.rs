@@ -1,0 +1,406 @@
+//! Fused regions on the GPU: one generated WGSL kernel per region, one thread per output
+//! element, every step a call of the function its own kernel calls (`unary_t`,
+//! `binary_t`, `compare_t` of `types_float.wgsl`), so fused and unfused f32 results agree
+//! bit for bit up to what the shader compiler itself contracts (it may fuse a multiply and
+//! an add it now sees side by side: see ARCHITECTURE.md, Fusion).
+//!
+//! Kernels are cached by their source text, which the program's structure fixes (steps,
+//! dtypes, which inputs are read flat, as a scalar or with strides); shapes, strides and
+//! constants travel in [`FusedParams`], so one kernel serves every size and value.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::{Mutex, OnceLock};
+
+use super::buffer::{GpuBuffer, alloc};
+use super::context::{Context, context};
+use super::encoder::{dispatch, dispatch_1d, grid};
+use super::params::{FusedParams, FusedReduceParams, MAX_FUSED_CONSTS, MAX_FUSED_INPUTS, MAX_RANK};
+use super::pipeline::check_rank;
+use super::{gpu_buf, i32_param, u32_param};
+use crate::backend::{Buffer, Input};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::fusion::{Fuser, Limits, Program, Reduction, Step};
+use crate::primitive::{Meta, Primitive};
+use crate::shape::{broadcast_strides, merge_axes, numel};
+use crate::stream::Stream;
+
+/// The GPU's fuser.
+pub(crate) struct GpuFuser;
+
+/// A fused reduction needs at least this many outputs (workgroups) ...
+const REDUCE_MIN_OUTPUTS: usize = 64;
+/// ... and this many reduced elements per output (one per thread of the workgroup).
+const REDUCE_MIN_LEN: usize = 256;
+
+/// Dtypes a generated kernel computes in: f32 values, and bool (a u32 word, 0 or 1) for
+/// comparisons and conditions. Other dtypes run unfused.
+fn fusable(d: DType) -> bool {
+    match d {
+        DType::F32 | DType::Bool => true,
+        DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64 => false,
+    }
+}
+
+impl Fuser for GpuFuser {
+    fn limits(&self) -> Limits {
+        // Parameters and output take two bindings.
+        let device = context().map(|c| c.limits.max_storage_buffers_per_shader_stage as usize).unwrap_or(0);
+        Limits { max_inputs: MAX_FUSED_INPUTS.min(device.saturating_sub(2)), max_steps: 48 }
+    }
+
+    fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool {
+        let d: Vec<DType> = inputs.iter().map(|m| m.dtype).collect();
+        let out = output.dtype;
+        match op {
+            Primitive::Full(_) => fusable(out),
+            Primitive::Unary(_) => d == [DType::F32] && fusable(out),
+            Primitive::Binary(_) => d == [DType::F32, DType::F32] && fusable(out),
+            Primitive::Select(_) => d == [DType::Bool, DType::F32, DType::F32],
+            Primitive::AsType(_) => matches!(d[..], [DType::F32 | DType::Bool]) && out == DType::F32,
+            Primitive::Reduce(_) => {
+                // One workgroup per output: worth it with enough outputs to fill the device
+                // and rows long enough to keep 256 threads busy (softmax, layer_norm, var
+                // over rows); a sum of everything keeps the multi-pass kernels.
+                let (outs, len) = (output.numel(), inputs[0].numel() / output.numel().max(1));
+                d == [DType::F32] && out == DType::F32 && outs >= REDUCE_MIN_OUTPUTS && len >= REDUCE_MIN_LEN
+            }
+            Primitive::Arange(_)
+            | Primitive::RandomBits(_)
+            | Primitive::Reshape(_)
+            | Primitive::AsStrided(_)
+            | Primitive::Copy(_)
+            | Primitive::ArgReduce(_)
+            | Primitive::Scan(_)
+            | Primitive::Concatenate(_)
+            | Primitive::Gather(_)
+            | Primitive::Scatter(_)
+            | Primitive::Matmul(_)
+            | Primitive::Marker(_) => false,
+        }
+    }
+
+    fn run(&self, s: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Buffer> {
+        let ctx = context()?;
+        ctx.check()?;
+        let body = source(program)?;
+        let pipeline = pipeline(ctx, &body)?;
+        let n = program.output.numel();
+        let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
+        let out = alloc(s, program.output.dtype, n)?;
+        let mut bindings: Vec<(u32, &GpuBuffer)> = ins.iter().enumerate().map(|(k, b)| (1 + k as u32, *b)).collect();
+        bindings.push((1 + ins.len() as u32, &out));
+        match &program.reduction {
+            // One workgroup of 256 threads per output.
+            Some(_) => dispatch(ctx, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
+            None => dispatch_1d(ctx, &pipeline, &params(program)?, &bindings, n)?,
+        }
+        super::announce_ready()?;
+        Ok(std::sync::Arc::new(out))
+    }
+}
+
+/// How a kernel reads input `k` at output element `i`.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    /// Same size as the output: element `i`.
+    Flat,
+    /// One element for all.
+    Scalar,
+    /// Along broadcast strides.
+    Strided,
+}
+
+fn read_of(input: &Meta, n: usize) -> Read {
+    match numel(&input.shape) {
+        1 => Read::Scalar,
+        m if m == n => Read::Flat,
+        _ => Read::Strided,
+    }
+}
+
+/// WGSL storage element of a dtype the kernel takes.
+fn wgsl_type(d: DType) -> Result<&'static str> {
+    match d {
+        DType::F32 => Ok("f32"),
+        DType::Bool => Ok("u32"),
+        DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64 => {
+            Err(Error::Internal(format!("a fused GPU kernel got a {d} value")))
+        }
+    }
+}
+
+/// The WGSL text of the program's kernel, entry point `main`. Public to the crate's tests
+/// through [`crate::backend::gpu::fused_source`].
+pub(crate) fn source(p: &Program) -> Result<String> {
+    if p.inputs.len() > MAX_FUSED_INPUTS {
+        return Err(Error::Internal(format!("a fused region of {} inputs", p.inputs.len())));
+    }
+    let params = if p.reduction.is_some() { "FusedReduceParams" } else { "FusedParams" };
+    let mut s = super::shader::f32_library();
+    let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
+    for (k, m) in p.inputs.iter().enumerate() {
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: array<{}>;", k + 1, wgsl_type(m.dtype)?);
+    }
+    let _ = writeln!(
+        s,
+        "@group(0) @binding({}) var<storage, read_write> OUT: array<{}>;",
+        p.inputs.len() + 1,
+        wgsl_type(p.output.dtype)?
+    );
+    match &p.reduction {
+        None => {
+            let n = p.output.numel();
+            s.push_str(
+                "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
+            );
+            let read = |k: usize| match read_of(&p.inputs[k], n) {
+                Read::Flat => format!("IN{k}[i]"),
+                Read::Scalar => format!("IN{k}[0]"),
+                Read::Strided => format!("IN{k}[u32(strided_offset(i, P.rank, P.shape, P.strides[{k}]))]"),
+            };
+            steps(&mut s, p, "    ", read)?;
+            let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
+        }
+        Some(r) => {
+            // Each thread folds a strided share of the reduced elements, then the group
+            // folds the 256 partials as the unfused row kernel does (reduce.wgsl).
+            let op = r.op.wgsl_name();
+            s.push_str(
+                "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n",
+            );
+            let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
+            for k in 0..p.inputs.len() {
+                if !scalar(k) {
+                    let _ = writeln!(
+                        s,
+                        "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);"
+                    );
+                }
+            }
+            let _ = writeln!(
+                s,
+                "    var acc = acc_identity({op});\n    let len = select(0u, P.len, live);\n    for (var r = lid; r < len; r += 256u) {{"
+            );
+            let (_, (rshape, rst)) = reduce_layout(p, r);
+            let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
+                (true, _) => format!("IN{k}[0]"),
+                (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
+                (false, Read::Scalar) => format!("IN{k}[u32(ko{k})]"),
+                (false, Read::Strided) => {
+                    format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
+                }
+            };
+            steps(&mut s, p, "        ", read)?;
+            let _ = writeln!(
+                s,
+                "        acc = acc_op({op}, acc, v{});\n    }}\n    PART[lid] = acc;\n    workgroupBarrier();\n    for (var h = 128u; h > 0u; h = h >> 1u) {{\n        if lid < h {{\n            PART[lid] = acc_op({op}, PART[lid], PART[lid + h]);\n        }}\n        workgroupBarrier();\n    }}\n    if live && lid == 0u {{\n        OUT[o] = PART[0];\n    }}\n}}",
+                p.result
+            );
+        }
+    }
+    Ok(s)
+}
+
+/// One `let` per step, reading input `k` as `read(k)` gives it.
+fn steps(s: &mut String, p: &Program, indent: &str, read: impl Fn(usize) -> String) -> Result<()> {
+    let consts = const_table(p)?;
+    for (v, &(step, dtype)) in p.steps.iter().enumerate() {
+        let ty = |a: usize| p.steps[a].1;
+        let expr = match step {
+            Step::Input(k) => read(k),
+            Step::Const(c) => {
+                // The bits of the value the Full kernel stores (`value as f32`, or 0/1).
+                let bits = const_bits(c, dtype)?;
+                let j = consts.iter().position(|&b| b == bits).unwrap_or_default();
+                match dtype {
+                    DType::F32 => format!("bitcast<f32>(P.consts[{j}])"),
+                    _ => format!("P.consts[{j}]"),
+                }
+            }
+            Step::Unary(op, a) => match dtype {
+                DType::Bool => format!("unary_pred_t({}, v{a})", op.wgsl_name()),
+                _ => format!("unary_t({}, v{a})", op.wgsl_name()),
+            },
+            Step::Binary(op, a, b) if op.is_comparison() => format!("compare_t({}, v{a}, v{b})", op.wgsl_name()),
+            Step::Binary(op, a, b) => format!("binary_t({}, v{a}, v{b})", op.wgsl_name()),
+            Step::Select(c, a, b) => format!("select(v{b}, v{a}, v{c} != 0u)"),
+            Step::Cast(a) => match (ty(a), dtype) {
+                (DType::Bool, DType::F32) => format!("t_from_bool(v{a} != 0u)"),
+                (DType::F32, DType::F32) => format!("t_from_f32(v{a})"),
+                (from, to) => return Err(Error::Internal(format!("a fused cast from {from} to {to}"))),
+            },
+        };
+        let _ = writeln!(s, "{indent}let v{v}: {} = {expr};", wgsl_type(dtype)?);
+    }
+    Ok(())
+}
+
+/// The bits a constant step holds in [`FusedParams::consts`].
+fn const_bits(c: f64, dtype: DType) -> Result<u32> {
+    match dtype {
+        DType::F32 => Ok((c as f32).to_bits()),
+        DType::Bool => Ok(u32::from(c != 0.0)),
+        other => Err(Error::Internal(format!("a fused {other} constant"))),
+    }
+}
+
+/// The distinct constants of a program, in order of first use.
+fn const_table(p: &Program) -> Result<Vec<u32>> {
+    let mut t = Vec::new();
+    for &(step, dtype) in &p.steps {
+        if let Step::Const(c) = step {
+            let b = const_bits(c, dtype)?;
+            if !t.contains(&b) {
+                t.push(b);
+            }
+        }
+    }
+    if t.len() > MAX_FUSED_CONSTS {
+        return Err(Error::unsupported(
+            "gpu",
+            format!("a fused region of {} distinct constants (at most {MAX_FUSED_CONSTS})", t.len()),
+        ));
+    }
+    Ok(t)
+}
+
+/// Output size, merged shape, each strided input's broadcast strides and the constants.
+fn params(p: &Program) -> Result<FusedParams> {
+    let n = p.output.numel();
+    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+    let (shape, strides) = merge_axes(&p.shape, &strides);
+    let mut w = FusedParams { n: u32_param("fused", n)?, ..Default::default() };
+    for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
+        *slot = b;
+    }
+    if p.inputs.iter().any(|m| read_of(m, n) == Read::Strided) {
+        check_rank("fused", shape.len())?;
+        w.rank = shape.len() as u32;
+        for (i, &d) in shape.iter().enumerate() {
+            w.shape[i] = u32_param("fused", d)?;
+            for (k, st) in strides.iter().enumerate() {
+                w.strides[k][i] = i32_param("fused", st[i])?;
+            }
+        }
+    }
+    Ok(w)
+}
+
+/// Kept and reduced axes apart, each merged where every input allows, and each input's
+/// broadcast strides over both.
+type Axes = (Vec<usize>, Vec<Vec<isize>>);
+
+/// The kept and the reduced axes of a reduction program, each merged where every input
+/// allows, with each input's broadcast strides over them.
+fn reduce_layout(p: &Program, r: &Reduction) -> (Axes, Axes) {
+    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+    let part = |reduced: bool| {
+        let axes: Vec<usize> = (0..p.shape.len()).filter(|a| r.axes.contains(a) == reduced).collect();
+        let shape: Vec<usize> = axes.iter().map(|&a| p.shape[a]).collect();
+        let st: Vec<Vec<isize>> = strides.iter().map(|s| axes.iter().map(|&a| s[a]).collect()).collect();
+        merge_axes(&shape, &st)
+    };
+    (part(false), part(true))
+}
+
+/// How input `k` of a reduction is read along the reduced elements: one run with stride 1
+/// or 0 (rows of a softmax, a per-row mean) skips the index arithmetic.
+fn reduce_read(rshape: &[usize], rst: &[Vec<isize>], k: usize) -> Read {
+    match (rshape.len(), rst[k].first()) {
+        (1, Some(1)) => Read::Flat,
+        (1, Some(0)) | (0, _) => Read::Scalar,
+        _ => Read::Strided,
+    }
+}
+
+fn reduce_params(p: &Program) -> Result<FusedReduceParams> {
+    let r = p.reduction.as_ref().ok_or_else(|| Error::Internal("reduce_params of an elementwise region".into()))?;
+    let ((kshape, kst), (rshape, rst)) = reduce_layout(p, r);
+    check_rank("fused reduction", kshape.len().max(rshape.len()))?;
+    let mut w = FusedReduceParams {
+        n: u32_param("fused reduction", p.output.numel())?,
+        len: u32_param("fused reduction", numel(&rshape))?,
+        krank: kshape.len() as u32,
+        rrank: rshape.len() as u32,
+        ..Default::default()
+    };
+    fill(&mut w.kshape, &mut w.kstrides, &kshape, &kst)?;
+    fill(&mut w.rshape, &mut w.rstrides, &rshape, &rst)?;
+    for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
+        *slot = b;
+    }
+    Ok(w)
+}
+
+fn fill(
+    shape_out: &mut [u32; MAX_RANK],
+    strides_out: &mut [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+    shape: &[usize],
+    strides: &[Vec<isize>],
+) -> Result<()> {
+    for (i, &d) in shape.iter().enumerate() {
+        shape_out[i] = u32_param("fused reduction", d)?;
+        for (k, st) in strides.iter().enumerate() {
+            strides_out[k][i] = i32_param("fused reduction", st[i])?;
+        }
+    }
+    Ok(())
+}
+
+/// Generated kernels kept at most; beyond it the least recently used goes (a program
+/// that changes structure every call must not grow memory without bound).
+const CACHE_CAP: usize = 256;
+
+struct Cache {
+    pipelines: HashMap<String, (wgpu::ComputePipeline, u64)>,
+    clock: u64,
+}
+
+fn cache() -> &'static Mutex<Cache> {
+    // Leaked with the device that owns the pipelines (as pipeline.rs's cache).
+    static C: OnceLock<&'static Mutex<Cache>> = OnceLock::new();
+    C.get_or_init(|| Box::leak(Box::new(Mutex::new(Cache { pipelines: HashMap::new(), clock: 0 }))))
+}
+
+fn pipeline(ctx: &Context, src: &str) -> Result<wgpu::ComputePipeline> {
+    {
+        let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
+        c.clock += 1;
+        let now = c.clock;
+        if let Some((p, used)) = c.pipelines.get_mut(src) {
+            *used = now;
+            return Ok(p.clone());
+        }
+    }
+    // Compiled outside the lock: other threads' cached kernels need not wait for it.
+    let module = ctx.scoped("compiling a fused kernel", || {
+        Ok(ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("fused"),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        }))
+    })?;
+    let p = ctx.scoped("building a fused kernel", || {
+        Ok(ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("fused"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        }))
+    })?;
+    // A compile may register more driver exit-time destructors (see pipeline.rs).
+    crate::lifecycle::driver_step();
+    let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
+    if c.pipelines.len() >= CACHE_CAP
+        && let Some(oldest) = c.pipelines.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
+    {
+        c.pipelines.remove(&oldest);
+        log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
+    }
+    let now = c.clock;
+    c.pipelines.insert(src.to_string(), (p.clone(), now));
+    Ok(p)
+}

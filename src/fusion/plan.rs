@@ -1,0 +1,299 @@
+//! The fusion pass: from the topological order to a plan of single nodes and regions.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+use super::program::{Program, Reduction, Step};
+use super::{Fuser, debug};
+use crate::array::{Array, Node, State};
+use crate::backend::backend_for;
+use crate::primitive::{FusionClass, Meta, Primitive};
+use crate::stream::Stream;
+
+/// Bounds on a region, the one place they are set (each backend's [`Fuser`] gives its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most distinct input buffers one region reads. The GPU binds each input, so this is
+    /// below the device's storage-buffer binding limit (output and parameters take two).
+    pub max_inputs: usize,
+    /// Most primitives in one region: generated kernels grow with it, and so does their
+    /// compile time (a 1000-op chain becomes a few kernels, not one huge one).
+    pub max_steps: usize,
+}
+
+/// A region ready to run: its root node, the nodes it absorbed, its inputs and program.
+pub(crate) struct Region {
+    /// The node whose value the region produces.
+    pub root: Array,
+    /// The other nodes it computes, inputs before users (for the unfused fallback).
+    pub members: Vec<Array>,
+    /// The arrays the program reads, in [`Program::inputs`] order.
+    pub leaves: Vec<Array>,
+    /// What the backend compiles.
+    pub program: Program,
+}
+
+/// One step of evaluation.
+pub(crate) enum Plan {
+    /// A node run on its own.
+    Node(Weak<Node>),
+    /// A fused region.
+    Region(Region),
+}
+
+/// Groups the pending nodes of `order` (inputs before users) into regions where their
+/// backends fuse; the result keeps the order's dependencies.
+pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
+    let mut taken: HashSet<*const Node> = HashSet::new();
+    let mut regions: HashMap<*const Node, Region> = HashMap::new();
+    // Consumers come after their inputs: walking backwards grows each region from its
+    // last consumer, so regions are as large as the rules allow.
+    for w in order.iter().rev() {
+        let Some(node) = w.upgrade() else { continue };
+        let ptr = Arc::as_ptr(&node);
+        if taken.contains(&ptr) {
+            continue;
+        }
+        let root = Array(node);
+        if let Some(region) = grow(&root) {
+            taken.insert(ptr);
+            for m in &region.members {
+                taken.insert(m.ptr());
+            }
+            if debug() {
+                eprintln!("lazuli fusion: {} on {:?}\n{}", region.root.0.op_name, region.root.stream(), region.program);
+            }
+            regions.insert(ptr, region);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|w| {
+            let ptr = w.as_ptr();
+            match regions.remove(&ptr) {
+                Some(r) => Some(Plan::Region(r)),
+                None if taken.contains(&ptr) => None,
+                None => Some(Plan::Node(w)),
+            }
+        })
+        .collect()
+}
+
+/// The programs the next eval of `outputs` would run fused (with fusion on), without
+/// running anything: for tests, and for backend authors checking their code generator.
+pub fn programs(outputs: &[&Array]) -> Vec<Program> {
+    let order = crate::eval::topo_order(outputs);
+    plan(order)
+        .into_iter()
+        .filter_map(|p| match p {
+            Plan::Region(r) => Some(r.program),
+            Plan::Node(_) => None,
+        })
+        .collect()
+}
+
+/// A pending node's primitive and inputs (cloned: the node stays pending).
+fn pending(a: &Array) -> Option<(Primitive, Vec<Array>)> {
+    match &*a.0.lock() {
+        State::Pending { op, inputs } => Some((op.clone(), inputs.clone())),
+        State::Running | State::Ready { .. } | State::Failed(_) => None,
+    }
+}
+
+fn fuser_for(stream: &Stream) -> Option<&'static dyn Fuser> {
+    backend_for(stream.device).ok().and_then(|b| b.fuser())
+}
+
+/// True if the backend takes `op` (with these inputs) as a region step.
+fn accepted(f: &dyn Fuser, op: &Primitive, inputs: &[Array], out: &Meta) -> bool {
+    let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
+    f.accepts(op, &metas, out)
+}
+
+/// A one-element constant the region can fold in, whoever else holds it.
+fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
+    if a.stream() != *stream || a.meta().numel() != 1 {
+        return None;
+    }
+    pending(a).and_then(|(op, _)| matches!(op, Primitive::Full(_)).then_some(op))
+}
+
+/// The region rooted at `root`, if it fuses more than the root alone.
+fn grow(root: &Array) -> Option<Region> {
+    let stream = root.stream();
+    let fuser = fuser_for(&stream)?;
+    let limits = fuser.limits();
+    let (op, inputs) = pending(root)?;
+    if root.0.retain || root.meta().numel() == 0 {
+        return None;
+    }
+    let (shape, reduction) = match (&op, op.fusion_class()) {
+        (_, FusionClass::Elementwise) => (root.meta().shape.clone(), None),
+        (Primitive::Reduce(r), FusionClass::Reduction) => {
+            (inputs.first()?.meta().shape.clone(), Some(Reduction { op: r.op, axes: r.axes.clone() }))
+        }
+        _ => return None,
+    };
+    if !accepted(fuser, &op, &inputs, root.meta()) {
+        return None;
+    }
+    let mut g = Growth {
+        stream,
+        shape,
+        fuser,
+        limits,
+        members: HashMap::new(),
+        refs: HashMap::new(),
+        consts: HashMap::new(),
+        work: Vec::new(),
+    };
+    g.members.insert(root.ptr(), (root.clone(), op, inputs));
+    g.add_inputs_of(root.ptr());
+    while let Some(p) = g.work.pop() {
+        g.try_absorb(p);
+    }
+    if g.refs.len() > g.limits.max_inputs {
+        return None;
+    }
+    let absorbed = g.members.len() - 1 + g.consts.len();
+    // A reduction needs a prologue to gain anything; an elementwise root gains from a
+    // folded constant too (one dispatch instead of two).
+    if absorbed == 0 || (reduction.is_some() && g.members.len() == 1) {
+        return None;
+    }
+    g.finish(root, reduction)
+}
+
+struct Growth {
+    stream: Stream,
+    shape: Vec<usize>,
+    fuser: &'static dyn Fuser,
+    limits: Limits,
+    /// Absorbed nodes (the root included), with their primitive and inputs (one handle
+    /// per input slot, counted when comparing with a node's references).
+    members: HashMap<*const Node, (Array, Primitive, Vec<Array>)>,
+    /// Inputs of members that are not members: how many times members' input lists name
+    /// them, and one handle (ours, counted when comparing with the node's references).
+    refs: HashMap<*const Node, (usize, Array)>,
+    /// Folded constants.
+    consts: HashMap<*const Node, Primitive>,
+    work: Vec<*const Node>,
+}
+
+impl Growth {
+    /// Records the inputs of member `m` as leaves or constants, and queues the leaves.
+    fn add_inputs_of(&mut self, m: *const Node) {
+        // A temporary copy (dropped before any reference count is compared).
+        let inputs = self.members[&m].2.clone();
+        for i in &inputs {
+            let p = i.ptr();
+            if self.members.contains_key(&p) || self.consts.contains_key(&p) {
+                continue;
+            }
+            if let Some(c) = constant(i, &self.stream) {
+                self.refs.remove(&p);
+                self.consts.insert(p, c);
+                continue;
+            }
+            self.refs.entry(p).or_insert_with(|| (0, i.clone())).0 += 1;
+            self.work.push(p);
+        }
+    }
+
+    /// Buffers the region would read if `extra` inputs were added and one leaf absorbed.
+    fn leaves_after(&self, inputs: &[Array]) -> usize {
+        let new: HashSet<*const Node> = inputs
+            .iter()
+            .map(Array::ptr)
+            .filter(|p| !self.members.contains_key(p) && !self.consts.contains_key(p) && !self.refs.contains_key(p))
+            .collect();
+        self.refs.len() - 1 + new.len()
+    }
+
+    fn try_absorb(&mut self, p: *const Node) {
+        let Some((count, a)) = self.refs.get(&p) else { return };
+        let (count, a) = (*count, a.clone());
+        if self.members.len() >= self.limits.max_steps
+            || a.stream() != self.stream
+            || a.meta().shape != self.shape
+            || a.0.retain
+        {
+            return;
+        }
+        // Held only by the `count` input slots of members naming it, our copies of those
+        // slots, our handle in `refs` and `a` just now: no user handle, no consumer outside
+        // the region (another region's leaf list or a node not being evaluated included).
+        if Arc::strong_count(&a.0) != 2 * count + 2 {
+            return;
+        }
+        let Some((op, inputs)) = pending(&a) else { return };
+        if Step::of(&op, &vec![0; inputs.len()]).is_none()
+            || !accepted(self.fuser, &op, &inputs, a.meta())
+            || self.leaves_after(&inputs) > self.limits.max_inputs
+        {
+            return;
+        }
+        self.refs.remove(&p);
+        self.members.insert(p, (a, op, inputs));
+        self.add_inputs_of(p);
+    }
+
+    /// The program: members in dependency order from the root, inputs numbered as met.
+    /// `None` only if a member is not a step after all (absorbing checks that it is).
+    fn finish(mut self, root: &Array, reduction: Option<Reduction>) -> Option<Region> {
+        let mut values: HashMap<*const Node, usize> = HashMap::new();
+        let mut steps = Vec::new();
+        let mut leaves: Vec<Array> = Vec::new();
+        let mut metas = Vec::new();
+        let mut order = Vec::new();
+        let mut result = usize::MAX;
+        // Iterative post-order over members; leaves and constants become values as met.
+        let mut stack = vec![(root.clone(), false)];
+        while let Some((a, expanded)) = stack.pop() {
+            let p = a.ptr();
+            if values.contains_key(&p) {
+                continue;
+            }
+            if let Some(c) = self.consts.get(&p) {
+                let step = Step::of(c, &[]).expect("folded constants are Full");
+                values.insert(p, steps.len());
+                steps.push((step, a.dtype()));
+                continue;
+            }
+            let Some((_, op, inputs)) = self.members.get(&p) else {
+                values.insert(p, steps.len());
+                steps.push((Step::Input(leaves.len()), a.dtype()));
+                metas.push(a.meta().clone());
+                leaves.push(a);
+                continue;
+            };
+            if expanded {
+                let args: Vec<usize> = inputs.iter().map(|i| values[&i.ptr()]).collect();
+                if reduction.is_some() && p == root.ptr() {
+                    // The reduction root is the program's `reduction`, not a step.
+                    result = *args.first()?;
+                    continue;
+                }
+                values.insert(p, steps.len());
+                steps.push((Step::of(op, &args)?, a.dtype()));
+                if p != root.ptr() {
+                    order.push(a);
+                }
+                continue;
+            }
+            stack.push((a.clone(), true));
+            for i in inputs.iter().rev() {
+                if !values.contains_key(&i.ptr()) {
+                    stack.push((i.clone(), false));
+                }
+            }
+        }
+        self.refs.clear();
+        if reduction.is_none() {
+            result = values[&root.ptr()];
+        }
+        let program =
+            Program { shape: self.shape, inputs: metas, steps, result, reduction, output: root.meta().clone() };
+        Some(Region { root: root.clone(), members: order, leaves, program })
+    }
+}

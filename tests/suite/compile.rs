@@ -1,0 +1,116 @@
+//! `lazuli::compile`: replays equal direct calls on every device, one trace per
+//! signature, common subexpressions and constants folded, a bounded cache, shapeless mode,
+//! and transforms through a compiled function.
+
+use lazuli::Array;
+
+use crate::common::{devices, on};
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n).map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 250.0 - 2.0).collect()
+}
+
+fn body(x: &[Array]) -> lazuli::Result<Vec<Array>> {
+    let (a, b) = (&x[0], &x[1]);
+    let y = ((&(a * b)? + 0.25)?.exp()? * 0.5)?.tanh()?;
+    let s = (&y - &y.mean(&[-1], true)?)?.square()?.sum(&[-1], true)?;
+    Ok(vec![y.clone(), (&y / &(&s + 1.0)?)?])
+}
+
+#[test]
+fn replays_equal_direct_calls_on_every_device() {
+    for d in devices() {
+        let f = lazuli::compile(body);
+        for (round, shape) in [[3usize, 5], [3, 5], [4, 7], [3, 5]].iter().enumerate() {
+            let n = shape[0] * shape[1];
+            let r = on(d, || {
+                let a = Array::from_slice(&data(n, round as u32), shape)?;
+                let b = Array::from_slice(&data(n, 7 + round as u32), shape)?;
+                let want = body(&[a.clone(), b.clone()])?;
+                let got = f.call(&[a, b])?;
+                for (w, g) in want.iter().zip(&got) {
+                    assert_eq!(w.shape(), g.shape());
+                    assert_eq!(w.to_vec::<f32>()?, g.to_vec::<f32>()?, "{d:?} round {round}");
+                }
+                Ok(())
+            });
+            r.unwrap();
+        }
+        // [3, 5] and [4, 7]: two signatures, each traced once.
+        assert_eq!(f.traces(), 2, "{d:?}");
+        assert_eq!(f.cached(), 2);
+    }
+}
+
+#[test]
+fn common_subexpressions_and_constants_fold() {
+    let w = Array::from_slice(&[0.5f32, 1.0, 2.0], &[3]).unwrap();
+    let f = lazuli::compile(|x: &[Array]| {
+        // exp(x) twice is one primitive; exp(w) reads no input: folded to data.
+        let e = (&x[0].exp()? + &x[0].exp()?)?;
+        Ok(vec![(&e * &w.exp()?)?])
+    });
+    let x = Array::from_slice(&[0.0f32, 1.0, -1.0], &[3]).unwrap();
+    assert_eq!(f.primitives(std::slice::from_ref(&x)).unwrap(), 3, "exp, add, mul");
+    let got = f.call(&[x]).unwrap()[0].to_vec::<f32>().unwrap();
+    let want: Vec<f32> =
+        [0.0f32, 1.0, -1.0].iter().zip([0.5f32, 1.0, 2.0]).map(|(x, w)| 2.0 * x.exp() * w.exp()).collect();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 * w.abs(), "{got:?} vs {want:?}");
+    }
+}
+
+#[test]
+fn the_cache_is_bounded() {
+    let f = lazuli::compile(|x: &[Array]| Ok(vec![x[0].sin()?])).cache_limit(2);
+    let arr = |n: usize| Array::from_slice(&vec![1.0f32; n], &[n]).unwrap();
+    for n in [1, 2, 3] {
+        f.call(&[arr(n)]).unwrap();
+    }
+    assert_eq!((f.cached(), f.traces()), (2, 3));
+    // n = 1 was the least recently used: gone, traced again.
+    f.call(&[arr(1)]).unwrap();
+    assert_eq!((f.cached(), f.traces()), (2, 4));
+    f.call(&[arr(3)]).unwrap();
+    assert_eq!(f.traces(), 4, "3 was kept");
+}
+
+#[test]
+fn shapeless_mode_serves_every_size_of_a_rank() {
+    let f = lazuli::compile(|x: &[Array]| Ok(vec![(&x[0].tanh()? * 2.0)?.relu()?])).shapeless(true);
+    for n in [4usize, 9, 100] {
+        let v = data(n, 3);
+        let y = f.call(&[Array::from_slice(&v, &[n]).unwrap()]).unwrap();
+        let want: Vec<f32> = v.iter().map(|x| (x.tanh() * 2.0).max(0.0)).collect();
+        assert_eq!(y[0].to_vec::<f32>().unwrap(), want);
+    }
+    assert_eq!(f.traces(), 1);
+    // A primitive with a fixed shape refuses other sizes: that signature is traced again.
+    let g = lazuli::compile(|x: &[Array]| Ok(vec![x[0].reshape(&[2, x[0].shape()[0] as isize / 2])?])).shapeless(true);
+    assert_eq!(g.call(&[Array::from_slice(&[1.0f32; 4], &[4]).unwrap()]).unwrap()[0].shape(), &[2, 2]);
+    assert_eq!(g.call(&[Array::from_slice(&[1.0f32; 6], &[6]).unwrap()]).unwrap()[0].shape(), &[2, 3]);
+    assert_eq!(g.traces(), 2);
+}
+
+#[test]
+fn gradients_see_through_a_compiled_function() {
+    let f = lazuli::compile(|x: &[Array]| Ok(vec![(&x[0] * &x[0])?.sin()?.sum(&[], false)?]));
+    let g = lazuli::grad(|x: &[Array]| Ok(f.call(x)?.remove(0)), &[0]);
+    let v = [0.5f32, -1.0, 2.0];
+    let x = Array::from_slice(&v, &[3]).unwrap();
+    for _ in 0..2 {
+        let d = g(std::slice::from_ref(&x)).unwrap()[0].to_vec::<f32>().unwrap();
+        for (dv, xv) in d.iter().zip(&v) {
+            let want = 2.0 * xv * (xv * xv).cos();
+            assert!((dv - want).abs() <= 1e-6, "{d:?}");
+        }
+    }
+}
+
+#[test]
+fn errors_of_the_function_come_back() {
+    let f = lazuli::compile(|x: &[Array]| Ok(vec![x[0].matmul(&x[0])?]));
+    let e = f.call(&[Array::from_slice(&[1.0f32; 6], &[2, 3]).unwrap()]);
+    assert!(matches!(e, Err(lazuli::Error::Shape { .. })), "{e:?}");
+    assert_eq!(f.cached(), 0, "a failed trace is not kept");
+}

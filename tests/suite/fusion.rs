@@ -1,0 +1,241 @@
+//! Fusion: regions planned as documented, fused and unfused runs agree on every device,
+//! generated GPU kernels validate with naga for every target.
+
+use lazuli::fusion::{self, Step};
+use lazuli::{Array, DType};
+
+use crate::common::devices;
+
+/// `tanh(exp(a*b+c)*0.5)`: one region of six primitives (the 0.5 folded in, `c` read
+/// broadcast).
+#[test]
+fn chain_is_one_region() {
+    let a = Array::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[4]).unwrap();
+    let b = Array::from_slice(&[1.5f32, 0.5, -0.5, 4.0], &[4]).unwrap();
+    let c = Array::from_slice(&[0.1f32], &[1]).unwrap();
+    let y = ((&(&a * &b).unwrap() + &c).unwrap().exp().unwrap() * 0.5).unwrap().tanh().unwrap();
+    let progs = fusion::programs(&[&y]);
+    assert_eq!(progs.len(), 1, "{progs:?}");
+    let p = &progs[0];
+    assert_eq!(p.primitives(), 6, "{p}");
+    assert_eq!(p.inputs.len(), 3);
+    assert!(p.steps.iter().any(|(s, _)| matches!(s, Step::Const(c) if *c == 0.5)), "{p}");
+    let want: Vec<f32> = [0.5f32, -1.0, 2.0, 0.25]
+        .iter()
+        .zip([1.5f32, 0.5, -0.5, 4.0])
+        .map(|(x, y)| ((x * y + 0.1).exp() * 0.5).tanh())
+        .collect();
+    let got = y.to_vec::<f32>().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6, "{got:?} vs {want:?}");
+    }
+}
+
+/// A node a user still holds is written out, and its value is right.
+#[test]
+fn held_intermediates_are_written_out() {
+    for d in devices() {
+        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+            let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3])?;
+            let e = a.exp()?;
+            let y = (&e + 1.0)?.sqrt()?;
+            let progs = fusion::programs(&[&y]);
+            // `e` is held here, so the region starts after it.
+            assert!(progs.iter().all(|p| p.inputs.len() == 1 && p.primitives() == 3), "{progs:?}");
+            lazuli::eval(&[&y])?;
+            let ev = e.to_vec::<f32>()?;
+            let want: Vec<f32> = [1.0f32, 2.0, 3.0].iter().map(|x| x.exp()).collect();
+            for (g, w) in ev.iter().zip(&want) {
+                assert!((g - w).abs() <= 2e-7 * w, "{ev:?} vs {want:?}");
+            }
+            let yv = y.to_vec::<f32>()?;
+            for (g, x) in yv.iter().zip(&want) {
+                assert!((g - (x + 1.0).sqrt()).abs() <= 1e-6 * g.abs());
+            }
+            lazuli::Result::Ok(())
+        });
+        _s.unwrap();
+    }
+}
+
+/// A shared subexpression inside a region is computed once, and regions respect the
+/// input limit by writing out.
+#[test]
+fn shared_values_and_many_inputs() {
+    let xs: Vec<Array> = (0..20).map(|i| Array::from_slice(&[i as f32, 1.0], &[2]).unwrap()).collect();
+    let mut acc = xs[0].clone();
+    for x in &xs[1..] {
+        acc = (&acc + x).unwrap();
+    }
+    let s = acc.sin().unwrap();
+    let y = (&s * &s).unwrap();
+    for p in fusion::programs(&[&y]) {
+        assert!(p.inputs.len() <= 16, "{p}");
+    }
+    let v = y.to_vec::<f32>().unwrap();
+    let total: f32 = (0..20).map(|i| i as f32).sum();
+    assert!((v[0] - total.sin().powi(2)).abs() < 1e-6);
+    assert!((v[1] - 20f32.sin().powi(2)).abs() < 1e-6);
+}
+
+/// Fusion off and on give the same values on every device; bit for bit on the CPU.
+#[test]
+fn fused_equals_unfused_random_chains() {
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for d in devices() {
+        let mut fused_cases = 0;
+        for case in 0..24 {
+            let dims = [[4usize, 5], [1, 5], [4, 1]][case % 3];
+            let build = |data: &[Vec<f32>]| -> lazuli::Result<Array> {
+                let s = lazuli::default_stream(d)?;
+                lazuli::with_stream(&s, || {
+                    let a = Array::from_slice(&data[0], &[4, 5])?;
+                    let b = Array::from_slice(&data[1], &dims)?;
+                    let mut v = vec![a, b];
+                    for &r in &data[2] {
+                        let r = r as usize;
+                        let x = &v[r % v.len()];
+                        let y = &v[(r / 7) % v.len()];
+                        let n = match r % 11 {
+                            0 => (x + y)?,
+                            1 => (x * y)?,
+                            2 => (x - 0.75)?,
+                            3 => x.tanh()?,
+                            4 => x.sin()?,
+                            5 => x.maximum(y)?,
+                            6 => lazuli::where_(&x.gt(y)?, x, y)?,
+                            7 => (x / 3.0)?,
+                            8 => x.abs()?.sqrt()?,
+                            9 => x.exp()?.log1p()?,
+                            _ => x.gt(y)?.astype(DType::F32)?,
+                        };
+                        v.push(n);
+                    }
+                    Ok(v.pop().unwrap())
+                })
+            };
+            let data: Vec<Vec<f32>> = vec![
+                (0..20).map(|_| (next() % 2000) as f32 / 500.0 - 2.0).collect(),
+                (0..dims[0] * dims[1]).map(|_| (next() % 2000) as f32 / 500.0 - 2.0).collect(),
+                (0..12).map(|_| (next() % 1000) as f32).collect(),
+            ];
+            fusion::set_enabled(false);
+            let plain = build(&data).unwrap().to_vec::<f32>().unwrap();
+            fusion::set_enabled(true);
+            let before = fusion::regions_run();
+            let fused = build(&data).unwrap().to_vec::<f32>().unwrap();
+            // A chain whose last op reads only `a` or `b` has nothing to fuse.
+            fused_cases += usize::from(fusion::regions_run() > before);
+            for (i, (p, f)) in plain.iter().zip(&fused).enumerate() {
+                let same = p.to_bits() == f.to_bits() || (p.is_nan() && f.is_nan());
+                // The GPU's compiler may contract a*b+c once it sees both ops together.
+                let close = (p - f).abs() <= 4.0 * f32::EPSILON * p.abs().max(1.0);
+                assert!(same || (d != lazuli::Device::cpu() && close), "case {case} on {d:?}, element {i}: {p} vs {f}");
+            }
+        }
+        assert!(fused_cases >= 16, "only {fused_cases} of 24 chains fused on {d:?}");
+    }
+}
+
+/// Every generated GPU kernel of these programs validates and translates to SPIR-V, MSL
+/// and HLSL (no device needed).
+#[cfg(feature = "gpu")]
+#[test]
+fn generated_kernels_validate() {
+    let a = Array::from_slice(&[0.5f32; 6], &[2, 3]).unwrap();
+    let b = Array::from_slice(&[2.0f32; 3], &[3]).unwrap();
+    let c = Array::from_slice(&[1.0f32, 2.0], &[2, 1]).unwrap();
+    let x = (&(&a * &b).unwrap() + &c).unwrap();
+    let cases = vec![
+        x.exp().unwrap().tanh().unwrap(),
+        lazuli::where_(&x.gt(&b).unwrap(), x.sin().unwrap(), (&c * 2.0).unwrap()).unwrap(),
+        x.isnan().unwrap().astype(DType::F32).unwrap().sqrt().unwrap(),
+        (&(&a * 0.5).unwrap() + 1.0).unwrap(),
+    ];
+    let mut n = 0;
+    // A reduction program as the GPU planner makes it (the CPU does not fuse reductions,
+    // so it is written out here): sum over rows of (x - mean)^2, mean read per row.
+    let meta = |shape: &[usize]| lazuli::primitive::Meta { shape: shape.to_vec(), dtype: DType::F32 };
+    let var = fusion::Program {
+        shape: vec![96, 300],
+        inputs: vec![meta(&[96, 300]), meta(&[96, 1]), meta(&[1, 300])],
+        steps: vec![
+            (Step::Input(0), DType::F32),
+            (Step::Input(1), DType::F32),
+            (Step::Binary(lazuli::primitive::BinaryOp::Sub, 0, 1), DType::F32),
+            (Step::Unary(lazuli::primitive::UnaryOp::Square, 2), DType::F32),
+            (Step::Input(2), DType::F32),
+            (Step::Binary(lazuli::primitive::BinaryOp::Mul, 3, 4), DType::F32),
+        ],
+        result: 5,
+        reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![1] }),
+        output: meta(&[96, 1]),
+    };
+    for axes in [vec![1], vec![0], vec![0, 1]] {
+        let p = fusion::Program {
+            reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes }),
+            ..var.clone()
+        };
+        crate::shaders_naga::validate_all_targets("fused reduction", &lazuli::backend::gpu::fused_source(&p).unwrap());
+    }
+    for y in &cases {
+        for p in fusion::programs(&[y]) {
+            let src = lazuli::backend::gpu::fused_source(&p).unwrap();
+            crate::shaders_naga::validate_all_targets("fused", &src);
+            n += 1;
+        }
+    }
+    assert!(n >= cases.len());
+}
+
+/// Reductions with an elementwise prologue are one kernel on the GPU (rows long enough,
+/// enough of them) and agree with the unfused passes within the reordering of the sum.
+#[test]
+fn reductions_with_prologues_agree() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    let gpu = lazuli::Device::gpu(0);
+    type Case = (&'static str, Box<dyn Fn(&Array) -> lazuli::Result<Array>>);
+    let cases: Vec<Case> = vec![
+        ("sum(exp(x - 1)) over rows", Box::new(|x| (x - 1.0)?.exp()?.sum(&[-1], false))),
+        ("var over rows", Box::new(|x| x.var(&[-1], true, 1))),
+        ("logsumexp over rows", Box::new(|x| x.logsumexp(&[-1], false))),
+        ("max(|x| * 2) over columns", Box::new(|x| (&x.abs()? * 2.0)?.max(&[0], false))),
+        ("sum(x^2) over axes 0 and 2", Box::new(|x| x.reshape(&[4, 96, 75])?.square()?.sum(&[0, 2], false))),
+        ("min(where(x > 0, x, -x)) over rows", Box::new(|x| lazuli::where_(&x.gt(0.0)?, x, x.neg()?)?.min(&[1], true))),
+    ];
+    let data: Vec<f32> = (0..96 * 300).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
+    for (what, f) in &cases {
+        let run = |fused: bool| -> lazuli::Result<(Vec<f32>, u64)> {
+            fusion::set_enabled(fused);
+            let before = fusion::regions_run();
+            let v = crate::common::on(gpu, || {
+                let x = Array::from_slice(&data, &[96, 300])?;
+                let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
+                f(&x)?.to_vec::<f32>()
+            });
+            fusion::set_enabled(true);
+            Ok((v?, fusion::regions_run() - before))
+        };
+        let (plain, _) = run(false).unwrap();
+        let (fused, regions) = run(true).unwrap();
+        assert!(regions > 0, "{what}: nothing fused");
+        let cpu = crate::common::on(lazuli::Device::cpu(), || {
+            let x = Array::from_slice(&data, &[96, 300])?;
+            let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
+            f(&x)?.to_vec::<f32>()
+        })
+        .unwrap();
+        for ((p, q), c) in plain.iter().zip(&fused).zip(&cpu) {
+            let tol = 1e-5 * c.abs().max(1.0);
+            assert!((p - q).abs() <= tol && (q - c).abs() <= tol, "{what}: unfused {p}, fused {q}, cpu {c}");
+        }
+    }
+}
