@@ -4,7 +4,7 @@
 
 use lazuli::Array;
 
-use crate::common::{devices, on};
+use crate::common::{assert_close, devices, on};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     (0..n).map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 250.0 - 2.0).collect()
@@ -82,7 +82,8 @@ fn shapeless_mode_serves_every_size_of_a_rank() {
         let v = data(n, 3);
         let y = f.call(&[Array::from_slice(&v, &[n]).unwrap()]).unwrap();
         let want: Vec<f32> = v.iter().map(|x| (x.tanh() * 2.0).max(0.0)).collect();
-        assert_eq!(y[0].to_vec::<f32>().unwrap(), want);
+        // The CPU's tanh is within 1 ulp of the exact value, not libm's bit for bit.
+        assert_close("shapeless", &y[0].to_vec::<f32>().unwrap(), &want, 4e-7, 0.0);
     }
     assert_eq!(f.traces(), 1);
     // A primitive with a fixed shape refuses other sizes: that signature is traced again.
