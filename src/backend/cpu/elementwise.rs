@@ -48,6 +48,14 @@ impl<'a, T: Copy> Operand<'a, T> {
         }
     }
 
+    /// The slice's length; `None` for a scalar.
+    fn len(&self) -> Option<usize> {
+        match self {
+            Operand::Slice(s) => Some(s.len()),
+            Operand::Scalar(_) => None,
+        }
+    }
+
     /// The same operand restricted to `range` (a scalar stays itself).
     #[inline]
     fn sub(&self, start: usize, len: usize) -> Operand<'a, T> {
@@ -498,6 +506,31 @@ pub(super) fn binary(
     Ok(map_data!(a, |x| binary_map(x, sa, same(name, b)?, sb, out, |p, q, o| binary_into(op, p, q, o))?))
 }
 
+/// `out[i] = if c[i] { x[i] } else { y[i] }` over slices and scalars: the one
+/// definition of `where`, for the whole-array kernel and fused chunks alike.
+pub(crate) fn select_into<T: Copy>(
+    c: Operand<'_, bool>,
+    x: Operand<'_, T>,
+    y: Operand<'_, T>,
+    out: &mut [T],
+) -> Result<()> {
+    let n = out.len();
+    for len in [c.len(), x.len(), y.len()].into_iter().flatten() {
+        if len != n {
+            return Err(length_error("where", len, n));
+        }
+    }
+    vectorize(
+        #[inline(always)]
+        || {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = if c.get(i) { x.get(i) } else { y.get(i) };
+            }
+        },
+    );
+    Ok(())
+}
+
 pub(super) fn select(ins: &[&CpuData], shapes: &[&[usize]], out: &[usize]) -> Result<CpuData> {
     fn go<T: CpuElem>(c: &[bool], a: &[T], b: &[T], shapes: &[&[usize]], out: &[usize]) -> Result<Vec<T>> {
         let layout = Layout::new([shapes[0], shapes[1], shapes[2]], out);
@@ -505,17 +538,7 @@ pub(super) fn select(ins: &[&CpuData], shapes: &[&[usize]], out: &[usize]) -> Re
         par_fill(&mut res, |start, chunk| {
             layout.for_runs(start, chunk, |[rc, ra, rb], o| {
                 let n = o.len();
-                let cond = operand(c, rc, n);
-                let (x, y) = (operand(a, ra, n), operand(b, rb, n));
-                vectorize(
-                    #[inline(always)]
-                    || {
-                        for (i, o) in o.iter_mut().enumerate() {
-                            *o = if cond.get(i) { x.get(i) } else { y.get(i) };
-                        }
-                    },
-                );
-                Ok(())
+                select_into(operand(c, rc, n), operand(a, ra, n), operand(b, rb, n), o)
             })
         })?;
         Ok(res)

@@ -1,26 +1,31 @@
 //! Fused regions on the CPU: one pass over the output in chunks, each value of the
 //! program computed chunk by chunk, so no full-size temporary exists between steps.
 //!
-//! Each step runs the same kernel the unfused primitive runs, on a chunk, so fused and
-//! unfused results are identical (bit for bit) on the CPU. Chunks are small enough that a
-//! program's live values stay in the core's cache, and they spread over threads.
+//! Each step runs the slice kernel its unfused primitive runs ([`elementwise`]'s
+//! `*_into` functions), on a chunk, so fused and unfused results are identical (bit for
+//! bit) on the CPU. A thread task allocates one scratch buffer per step once and reuses
+//! it for every chunk it runs; contiguous inputs are read in place and the result is
+//! written straight into the output, so a chunk allocates nothing.
 
 use rayon::prelude::*;
 
-use super::elementwise;
-use super::storage::{CpuData, CpuElem, map_data, with_data};
+use super::elementwise::{self, Operand};
+use super::storage::{CpuData, CpuElem, with_data};
 use super::{PAR_MIN, data, wrap};
 use crate::backend::{Buffer, Input};
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::fusion::{Fuser, Limits, Program, Step};
 use crate::primitive::{Meta, Primitive};
-use crate::shape::{StridedIter, broadcast_strides};
+use crate::shape::{StridedIter, broadcast_strides, numel};
 use crate::stream::Stream;
 
 /// Elements per chunk: 8 KiB of f32 per live value (a 10-step program keeps well inside
 /// L2), and enough work per chunk that the per-step dispatch is noise.
 const CHUNK: usize = 2048;
+
+/// Chunks per thread task: 32K elements, so a 1M-element region makes 32 tasks (even
+/// load on 2 or 16 cores) and the task's scratch allocation is paid once per 16 chunks.
+const TASK_CHUNKS: usize = 16;
 
 /// The CPU's fuser.
 pub(crate) struct CpuFuser;
@@ -58,104 +63,315 @@ impl Fuser for CpuFuser {
             return Err(Error::unsupported("cpu", "fused reductions"));
         }
         let ins: Vec<&CpuData> = inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?;
-        let n = program.output.numel();
-        // The chunks and the joined output exist together for a moment: twice the output.
         let out_bytes = crate::shape::check_size("fused", &program.output.shape, program.output.dtype)?;
-        super::probe_bytes(out_bytes.saturating_mul(2), || {
-            format!("cpu: a fused region of shape {:?} (its output, built in chunks)", program.output.shape)
-        })?;
-        let chunks = n.div_ceil(CHUNK);
-        let run = |c: usize| run_chunk(program, &ins, c * CHUNK, ((c + 1) * CHUNK).min(n));
-        let parts: Vec<CpuData> = if n >= PAR_MIN {
-            (0..chunks).into_par_iter().map(run).collect::<Result<_>>()?
-        } else {
-            (0..chunks).map(run).collect::<Result<_>>()?
-        };
-        Ok(wrap(concat(program.output.dtype, parts)?))
+        super::probe_bytes(out_bytes, || format!("cpu: a fused region of shape {:?}", program.output.shape))?;
+        let cx = Ctx::new(program, ins)?;
+        let mut out = CpuData::filled(program.output.dtype, program.output.numel(), 0.0);
+        match &mut out {
+            CpuData::Bool(v) => drive(v, |s| Dst::Bool(s), &cx),
+            CpuData::U32(v) => drive(v, |s| Dst::U32(s), &cx),
+            CpuData::I32(v) => drive(v, |s| Dst::I32(s), &cx),
+            CpuData::I64(v) => drive(v, |s| Dst::I64(s), &cx),
+            CpuData::F16(v) => drive(v, |s| Dst::F16(s), &cx),
+            CpuData::BF16(v) => drive(v, |s| Dst::BF16(s), &cx),
+            CpuData::F32(v) => drive(v, |s| Dst::F32(s), &cx),
+            CpuData::F64(v) => drive(v, |s| Dst::F64(s), &cx),
+        }?;
+        Ok(wrap(out))
     }
 }
 
-/// One value of a chunk: `len` elements, or one element standing for all of them.
-struct Value {
-    data: CpuData,
+/// Runs the program over `out` in tasks of [`TASK_CHUNKS`] chunks (on threads from
+/// [`PAR_MIN`] elements), each with its own scratch.
+fn drive<T: Send>(out: &mut [T], wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>, cx: &Ctx<'_>) -> Result<()> {
+    let task = CHUNK * TASK_CHUNKS;
+    let run = |(t, o): (usize, &mut [T])| -> Result<()> {
+        let mut scratch = cx.scratch();
+        for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
+            cx.chunk(t * task + c * CHUNK, oc.len(), &mut scratch, wrap(oc))?;
+        }
+        Ok(())
+    };
+    if out.len() >= PAR_MIN {
+        out.par_chunks_mut(task).enumerate().try_for_each(run)
+    } else {
+        out.chunks_mut(task).enumerate().try_for_each(run)
+    }
+}
+
+/// A step's output slice: a scratch buffer's first elements or a chunk of the output.
+#[allow(missing_docs)]
+enum Dst<'a> {
+    Bool(&'a mut [bool]),
+    U32(&'a mut [u32]),
+    I32(&'a mut [i32]),
+    I64(&'a mut [i64]),
+    F16(&'a mut [half::f16]),
+    BF16(&'a mut [half::bf16]),
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+}
+
+/// Runs `$body` with `$o` bound to the typed slice of a [`Dst`].
+macro_rules! with_dst {
+    ($dst:expr, |$o:ident| $body:expr) => {
+        match $dst {
+            Dst::Bool($o) => $body,
+            Dst::U32($o) => $body,
+            Dst::I32($o) => $body,
+            Dst::I64($o) => $body,
+            Dst::F16($o) => $body,
+            Dst::BF16($o) => $body,
+            Dst::F32($o) => $body,
+            Dst::F64($o) => $body,
+        }
+    };
+}
+
+/// The first `len` elements of a scratch buffer, as a step's output.
+fn dst(d: &mut CpuData, len: usize) -> Dst<'_> {
+    match d {
+        CpuData::Bool(v) => Dst::Bool(&mut v[..len]),
+        CpuData::U32(v) => Dst::U32(&mut v[..len]),
+        CpuData::I32(v) => Dst::I32(&mut v[..len]),
+        CpuData::I64(v) => Dst::I64(&mut v[..len]),
+        CpuData::F16(v) => Dst::F16(&mut v[..len]),
+        CpuData::BF16(v) => Dst::BF16(&mut v[..len]),
+        CpuData::F32(v) => Dst::F32(&mut v[..len]),
+        CpuData::F64(v) => Dst::F64(&mut v[..len]),
+    }
+}
+
+/// Where a step's value lives during a chunk.
+#[derive(Clone, Copy, PartialEq)]
+enum Home {
+    /// A full-size contiguous input, read in place.
+    Input(usize),
+    /// A one-element input: its one value stands for every element.
+    InputScalar(usize),
+    /// One element in the step's scratch (constants, and steps over scalars only).
+    Scalar,
+    /// A chunk in the step's scratch.
+    Chunk,
+    /// Written straight into the output chunk (the result, when nothing reads it after).
+    Output,
+}
+
+/// One value of a chunk: `len` elements of `data` from `off`, or (`scalar`) the one at
+/// `off` standing for all of them.
+struct View<'a> {
+    data: &'a CpuData,
+    off: usize,
+    len: usize,
     scalar: bool,
 }
 
-impl Value {
-    fn shape(&self, len: usize) -> [usize; 1] {
-        [if self.scalar { 1 } else { len }]
+impl<'a> View<'a> {
+    fn slice<T: CpuElem>(&self) -> Result<&'a [T]> {
+        let v = T::unwrap(self.data)
+            .ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", self.data.dtype(), T::DTYPE)))?;
+        Ok(&v[self.off..self.off + if self.scalar { 1 } else { self.len }])
+    }
+
+    fn operand<T: CpuElem>(&self) -> Result<Operand<'a, T>> {
+        let s = self.slice()?;
+        Ok(if self.scalar { Operand::Scalar(s[0]) } else { Operand::Slice(s) })
     }
 }
 
-/// Output elements `start..end` of the program.
-fn run_chunk(p: &Program, ins: &[&CpuData], start: usize, end: usize) -> Result<CpuData> {
-    let len = end - start;
-    let out = [len];
-    let mut vals: Vec<Value> = Vec::with_capacity(p.steps.len());
-    for &(step, dtype) in &p.steps {
-        let v = match step {
-            Step::Input(k) => read_input(ins[k], &p.inputs[k].shape, &p.shape, start, len),
-            Step::Const(c) => Value { data: CpuData::filled(dtype, 1, c), scalar: true },
-            Step::Unary(op, a) => Value { data: elementwise::unary(op, &vals[a].data)?, scalar: vals[a].scalar },
-            Step::Binary(op, a, b) => {
-                let (x, y) = (&vals[a], &vals[b]);
-                let scalar = x.scalar && y.scalar;
-                let o = if scalar { [1] } else { out };
-                Value { data: elementwise::binary(op, &x.data, &x.shape(len), &y.data, &y.shape(len), &o)?, scalar }
-            }
-            Step::Select(c, a, b) => {
-                let (c, x, y) = (&vals[c], &vals[a], &vals[b]);
-                let scalar = c.scalar && x.scalar && y.scalar;
-                let o = if scalar { [1] } else { out };
-                let shapes: [&[usize]; 3] = [&c.shape(len), &x.shape(len), &y.shape(len)];
-                Value { data: elementwise::select(&[&c.data, &x.data, &y.data], &shapes, &o)?, scalar }
-            }
-            Step::Cast(a) => Value { data: vals[a].data.astype(dtype), scalar: vals[a].scalar },
-        };
-        if v.data.dtype() != dtype {
-            return Err(Error::Internal(format!("fused step {step:?} gave {} for {dtype}", v.data.dtype())));
+/// A program ready to run chunk by chunk.
+struct Ctx<'a> {
+    p: &'a Program,
+    ins: Vec<&'a CpuData>,
+    homes: Vec<Home>,
+    /// Broadcast strides of the inputs read by gathering (neither full-size nor scalar).
+    strides: Vec<Vec<isize>>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(p: &'a Program, ins: Vec<&'a CpuData>) -> Result<Self> {
+        let out_n = numel(&p.shape);
+        let mut homes: Vec<Home> = Vec::with_capacity(p.steps.len());
+        for &(step, _) in &p.steps {
+            let all_scalar =
+                |ops: &[usize]| ops.iter().all(|&a| matches!(homes[a], Home::Scalar | Home::InputScalar(_)));
+            let home = match step {
+                Step::Input(k) => {
+                    let n = numel(&p.inputs[k].shape);
+                    if n == 1 {
+                        Home::InputScalar(k)
+                    } else if n == out_n {
+                        Home::Input(k)
+                    } else {
+                        Home::Chunk
+                    }
+                }
+                Step::Const(_) => Home::Scalar,
+                Step::Unary(_, a) | Step::Cast(a) => {
+                    if all_scalar(&[a]) {
+                        Home::Scalar
+                    } else {
+                        Home::Chunk
+                    }
+                }
+                Step::Binary(_, a, b) => {
+                    if all_scalar(&[a, b]) {
+                        Home::Scalar
+                    } else {
+                        Home::Chunk
+                    }
+                }
+                Step::Select(c, a, b) => {
+                    if all_scalar(&[c, a, b]) {
+                        Home::Scalar
+                    } else {
+                        Home::Chunk
+                    }
+                }
+            };
+            homes.push(home);
         }
-        vals.push(v);
-    }
-    let r = vals.swap_remove(p.result);
-    Ok(if r.scalar { broadcast_scalar(&r.data, len) } else { r.data })
-}
-
-/// Input elements for output elements `start..start+len`: a slice when the input has the
-/// output's size, one element when it has one, else a gather along broadcast strides.
-fn read_input(d: &CpuData, shape: &[usize], out: &[usize], start: usize, len: usize) -> Value {
-    let n = crate::shape::numel(shape);
-    if n == 1 {
-        return Value { data: map_data!(d, |v| v[..1].to_vec()), scalar: true };
-    }
-    if n == crate::shape::numel(out) {
-        return Value { data: map_data!(d, |v| v[start..start + len].to_vec()), scalar: false };
-    }
-    let strides = broadcast_strides(shape, out);
-    let data = map_data!(d, |v| StridedIter::from_flat(out, &strides, 0, start).take(len).map(|i| v[i]).collect());
-    Value { data, scalar: false }
-}
-
-fn broadcast_scalar(d: &CpuData, len: usize) -> CpuData {
-    map_data!(d, |v| vec![v[0]; len])
-}
-
-fn concat(dtype: DType, parts: Vec<CpuData>) -> Result<CpuData> {
-    fn join<T: CpuElem>(parts: &[CpuData]) -> Result<Vec<T>> {
-        let mut out = Vec::with_capacity(parts.iter().map(|p| with_data!(p, |v| v.len())).sum());
-        for p in parts {
-            out.extend_from_slice(T::unwrap(p).ok_or_else(|| Error::Internal("fused chunks of mixed dtypes".into()))?);
+        let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| operands(s).contains(&p.result));
+        let computed = !matches!(p.steps.get(p.result), Some((Step::Input(_), _)));
+        if homes.get(p.result) == Some(&Home::Chunk) && computed && !read_later {
+            homes[p.result] = Home::Output;
         }
-        Ok(out)
+        let strides = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+        Ok(Ctx { p, ins, homes, strides })
     }
-    Ok(match dtype {
-        DType::Bool => CpuData::Bool(join(&parts)?),
-        DType::U32 => CpuData::U32(join(&parts)?),
-        DType::I32 => CpuData::I32(join(&parts)?),
-        DType::I64 => CpuData::I64(join(&parts)?),
-        DType::F16 => CpuData::F16(join(&parts)?),
-        DType::BF16 => CpuData::BF16(join(&parts)?),
-        DType::F32 => CpuData::F32(join(&parts)?),
-        DType::F64 => CpuData::F64(join(&parts)?),
+
+    /// One buffer per step, as its home needs (empty for values that live elsewhere).
+    fn scratch(&self) -> Vec<CpuData> {
+        self.p
+            .steps
+            .iter()
+            .zip(&self.homes)
+            .map(|(&(step, dtype), home)| match (home, step) {
+                (Home::Scalar, Step::Const(c)) => CpuData::filled(dtype, 1, c),
+                (Home::Scalar, _) => CpuData::filled(dtype, 1, 0.0),
+                (Home::Chunk, _) => CpuData::filled(dtype, CHUNK, 0.0),
+                (Home::Input(_) | Home::InputScalar(_) | Home::Output, _) => CpuData::filled(dtype, 0, 0.0),
+            })
+            .collect()
+    }
+
+    /// Output elements `start..start + len` into `out`.
+    fn chunk(&self, start: usize, len: usize, scratch: &mut [CpuData], out: Dst<'_>) -> Result<()> {
+        let mut out = Some(out);
+        for (i, &(step, _)) in self.p.steps.iter().enumerate() {
+            let (done, rest) = scratch.split_at_mut(i);
+            let view = |j: usize| self.view(j, done, start, len);
+            let target = match self.homes[i] {
+                Home::Input(_) | Home::InputScalar(_) => continue,
+                Home::Scalar if matches!(step, Step::Const(_)) => continue,
+                Home::Scalar => dst(&mut rest[0], 1),
+                Home::Chunk => dst(&mut rest[0], len),
+                Home::Output => out.take().ok_or_else(|| Error::Internal("fused: output written twice".into()))?,
+            };
+            match step {
+                Step::Input(k) => gather(self.ins[k], &self.p.shape, &self.strides[k], start, target)?,
+                Step::Const(_) => {}
+                Step::Unary(op, a) => {
+                    let x = view(a);
+                    if op.is_predicate() {
+                        let Dst::Bool(o) = target else { return Err(mismatch(step)) };
+                        with_data!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
+                    } else {
+                        with_dst!(target, |o| elementwise::unary_into(op, x.slice()?, o))?;
+                    }
+                }
+                Step::Binary(op, a, b) => {
+                    let (x, y) = (view(a), view(b));
+                    if op.is_comparison() {
+                        let Dst::Bool(o) = target else { return Err(mismatch(step)) };
+                        with_data!(x.data, |v| {
+                            let xa = if x.scalar {
+                                Operand::Scalar(v[x.off])
+                            } else {
+                                Operand::Slice(&v[x.off..x.off + len])
+                            };
+                            elementwise::compare_into(op, xa, y.operand()?, o)
+                        })?;
+                    } else {
+                        with_dst!(target, |o| elementwise::binary_into(op, x.operand()?, y.operand()?, o))?;
+                    }
+                }
+                Step::Select(c, a, b) => {
+                    let (c, x, y) = (view(c), view(a), view(b));
+                    with_dst!(target, |o| elementwise::select_into(c.operand()?, x.operand()?, y.operand()?, o))?;
+                }
+                Step::Cast(a) => cast(&view(a), self.p.steps[i].1, target)?,
+            }
+        }
+        match out {
+            // The result lives elsewhere (an input, a scalar, or read by a later step).
+            Some(o) => copy_out(&self.view(self.p.result, scratch, start, len), o),
+            None => Ok(()),
+        }
+    }
+
+    /// Step `j`'s value for the chunk at `start`, `done` being the scratch of the steps
+    /// before the one running.
+    fn view<'s>(&'s self, j: usize, done: &'s [CpuData], start: usize, len: usize) -> View<'s> {
+        match self.homes[j] {
+            Home::Input(k) => View { data: self.ins[k], off: start, len, scalar: false },
+            Home::InputScalar(k) => View { data: self.ins[k], off: 0, len, scalar: true },
+            Home::Scalar => View { data: &done[j], off: 0, len, scalar: true },
+            Home::Chunk | Home::Output => View { data: &done[j], off: 0, len, scalar: false },
+        }
+    }
+}
+
+/// The value indices a step reads.
+fn operands(s: Step) -> Vec<usize> {
+    match s {
+        Step::Input(_) | Step::Const(_) => vec![],
+        Step::Unary(_, a) | Step::Cast(a) => vec![a],
+        Step::Binary(_, a, b) => vec![a, b],
+        Step::Select(c, a, b) => vec![c, a, b],
+    }
+}
+
+fn mismatch(step: Step) -> Error {
+    Error::Internal(format!("fused step {step:?}: output of the wrong dtype"))
+}
+
+/// Elements `start..` of input `d` broadcast to `shape` along `strides`, into `out`.
+fn gather(d: &CpuData, shape: &[usize], strides: &[isize], start: usize, out: Dst<'_>) -> Result<()> {
+    with_dst!(out, |o| {
+        let src = typed_like(d, o)?;
+        for (o, i) in o.iter_mut().zip(StridedIter::from_flat(shape, strides, 0, start)) {
+            *o = src[i];
+        }
+        Ok(())
+    })
+}
+
+/// All of `d`, typed like `_like` (the output slice it is copied into).
+fn typed_like<'a, T: CpuElem>(d: &'a CpuData, _like: &[T]) -> Result<&'a [T]> {
+    T::unwrap(d).ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", d.dtype(), T::DTYPE)))
+}
+
+/// A cast step: the same conversion as the unfused `astype` ([`CpuData::astype`]), on
+/// a copy of the chunk (casts are rare in hot regions; a slice form would avoid it).
+fn cast(x: &View<'_>, dtype: crate::dtype::DType, out: Dst<'_>) -> Result<()> {
+    let n = if x.scalar { 1 } else { x.len };
+    let part = with_data!(x.data, |v| CpuElem::wrap(v[x.off..x.off + n].to_vec()));
+    let c = part.astype(dtype);
+    with_dst!(out, |o| {
+        let src = typed_like(&c, o)?;
+        o.copy_from_slice(src);
+        Ok(())
+    })
+}
+
+/// Copies (or broadcasts a scalar) value into the output chunk.
+fn copy_out(v: &View<'_>, out: Dst<'_>) -> Result<()> {
+    with_dst!(out, |o| {
+        match v.operand()? {
+            Operand::Slice(s) => o.copy_from_slice(s),
+            Operand::Scalar(x) => o.fill(x),
+        }
+        Ok(())
     })
 }
