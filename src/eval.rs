@@ -18,10 +18,28 @@ use crate::stream::{Stream, registry, with_stream};
 
 static PRIMITIVES_RUN: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// This thread's share of [`PRIMITIVES_RUN`]: exact counts in a process where other
+    /// threads evaluate too (the test suite is one process).
+    static RUN_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// How many primitives this process has run so far (on every device). For tests of
 /// laziness and sharing, and for profiling.
 pub fn primitives_run() -> u64 {
     PRIMITIVES_RUN.load(Ordering::Relaxed)
+}
+
+/// How many primitives `eval` calls on this thread have run (`async_eval` runs on its
+/// workers and is not counted here): [`primitives_run`] without other threads' work.
+pub fn primitives_run_here() -> u64 {
+    RUN_HERE.with(|c| c.get())
+}
+
+/// Counts `n` primitives run.
+fn count_run(n: u64) {
+    PRIMITIVES_RUN.fetch_add(n, Ordering::Relaxed);
+    RUN_HERE.with(|c| c.set(c.get() + n));
 }
 
 /// Pending nodes reachable from `outputs`, inputs before users, each once. Iterative
@@ -168,7 +186,7 @@ fn run_region(r: Region) -> Result<()> {
         };
         match fused {
             Ok(b) => {
-                PRIMITIVES_RUN.fetch_add(r.members.len() as u64 + 1, Ordering::Relaxed);
+                count_run(r.members.len() as u64 + 1);
                 fusion::count_region();
                 return Ok(b);
             }
@@ -231,7 +249,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     for a in inputs {
         buffers.push(wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?);
     }
-    PRIMITIVES_RUN.fetch_add(1, Ordering::Relaxed);
+    count_run(1);
     if node.meta.numel() == 0 {
         // Kernels never see empty outputs.
         return backend.upload(stream, node.meta.dtype, &[]);

@@ -75,7 +75,7 @@ pub use array::Array;
 pub use compile::{Compiled, compile};
 pub use dtype::{DType, Element, promote};
 pub use error::{Error, Result};
-pub use eval::{async_eval, eval, primitives_run};
+pub use eval::{async_eval, eval, primitives_run, primitives_run_here};
 /// The 16-bit float types of [`DType::F16`] and [`DType::BF16`], from the `half` crate.
 pub use half::{bf16, f16};
 pub use lifecycle::shutdown;
