@@ -12,6 +12,14 @@ override IN_KIND: u32 = DTYPE_FLOAT32;
 @group(0) @binding(4) var<storage, read_write> OUT_B: array<u32>;
 @group(0) @binding(5) var<storage, read> COND: array<u32>;
 @group(0) @binding(6) var<storage, read> SRC: array<u32>;
+// Vector views for the `_v4` kernels (inputs read flat): thread j handles elements
+// 4j..4j+3 with one 16-byte load per input. Bindings are 16-byte multiples (the pool's
+// buckets too), so the lanes past `n` of the last vector stay inside the buffers; they
+// compute on whatever is there and land past the array's end, where nothing reads.
+@group(0) @binding(7) var<storage, read> X4: array<vec4<T>>;
+@group(0) @binding(8) var<storage, read> Y4: array<vec4<T>>;
+@group(0) @binding(9) var<storage, read_write> OUT4: array<vec4<T>>;
+@group(0) @binding(10) var<storage, read_write> OUT_B4: array<vec4<u32>>;
 
 fn input_index(i: u32, k: u32) -> u32 {
     if (P.flat & (1u << k)) != 0u {
@@ -78,4 +86,46 @@ fn astype(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         }
         default: { OUT[i] = t_from_u32(POISON_U32); }
     }
+}
+
+// ---- vectorised flat kernels: the same per-element functions, four lanes a thread ----
+// P.n counts vectors here (ceil(elements / 4)).
+
+@compute @workgroup_size(256)
+fn unary_v4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    let x = X4[i];
+    OUT4[i] = vec4<T>(unary_t(OP, x.x), unary_t(OP, x.y), unary_t(OP, x.z), unary_t(OP, x.w));
+}
+
+@compute @workgroup_size(256)
+fn unary_pred_v4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    let x = X4[i];
+    OUT_B4[i] = vec4<u32>(unary_pred_t(OP, x.x), unary_pred_t(OP, x.y), unary_pred_t(OP, x.z), unary_pred_t(OP, x.w));
+}
+
+@compute @workgroup_size(256)
+fn binary_v4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    let a = X4[i];
+    let b = Y4[i];
+    OUT4[i] = vec4<T>(binary_t(OP, a.x, b.x), binary_t(OP, a.y, b.y), binary_t(OP, a.z, b.z), binary_t(OP, a.w, b.w));
+}
+
+@compute @workgroup_size(256)
+fn compare_v4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let i = flat_id(wid, nwg, lid);
+    if i >= P.n { return; }
+    let a = X4[i];
+    let b = Y4[i];
+    OUT_B4[i] = vec4<u32>(compare_t(OP, a.x, b.x), compare_t(OP, a.y, b.y), compare_t(OP, a.z, b.z),
+                          compare_t(OP, a.w, b.w));
 }

@@ -32,6 +32,10 @@ pub(crate) struct Node {
     pub(crate) state: Mutex<State>,
     /// Signalled when `state` leaves `Running`.
     pub(crate) done: Condvar,
+    /// A copy of the ready data on another device (the device of the first op elsewhere
+    /// that read it), made by `eval::transfer`, so host data used by many GPU ops is
+    /// uploaded once. Ready data never changes, so the copy stays valid for the node's life.
+    pub(crate) mirror: Mutex<Option<Buffer>>,
 }
 
 /// Where a node is in its life. `Pending` holds the op and inputs; evaluation takes them
@@ -149,7 +153,15 @@ impl Array {
 
     pub(crate) fn with_state(meta: Meta, stream: Stream, op_name: &'static str, state: State) -> Array {
         let retain = RETAIN_DEPTH.with(|d| d.get() > 0);
-        Array(Arc::new(Node { meta, stream, op_name, retain, state: Mutex::new(state), done: Condvar::new() }))
+        Array(Arc::new(Node {
+            meta,
+            stream,
+            op_name,
+            retain,
+            state: Mutex::new(state),
+            done: Condvar::new(),
+            mirror: Mutex::new(None),
+        }))
     }
 
     /// The primitive and inputs of this node, while it has them (pending, or evaluated

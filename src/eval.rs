@@ -323,8 +323,22 @@ fn run_decomposed(node: &Node, op: &Primitive, parts: Vec<Array>) -> Result<Buff
     wait_ready(&out.0)
 }
 
-/// Copies a buffer to the device of `stream` through host memory.
+/// Copies a buffer to the device of `stream` through host memory, once per node and
+/// device: the copy is kept on the node (`Node::mirror`), so a host array read by many
+/// ops on a GPU is uploaded once (a 1M-op chain with a host constant stays linear).
+/// One mirror per node: a node read on a third device copies again each time.
 fn transfer(b: &Buffer, a: &Array, stream: &Stream) -> Result<Buffer> {
+    let mut mirror = a.0.mirror.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = mirror.as_ref()
+        && m.device() == stream.device
+    {
+        return Ok(m.clone());
+    }
+    // The lock is held while copying: a second reader waits for this copy, not a second.
+    // (Lock order: a node's mirror, then the backends' own locks; nothing locks a mirror
+    // while holding a backend lock.)
     let bytes = backend_for(b.device())?.download(b)?;
-    backend_for(stream.device)?.upload(stream, a.dtype(), &bytes)
+    let copy = backend_for(stream.device)?.upload(stream, a.dtype(), &bytes)?;
+    *mirror = Some(copy.clone());
+    Ok(copy)
 }

@@ -61,6 +61,7 @@ pub mod fusion;
 mod interop;
 pub mod io;
 pub mod lifecycle;
+pub mod memory;
 pub mod nn;
 pub mod ops;
 pub mod optim;

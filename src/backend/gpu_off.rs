@@ -25,6 +25,11 @@ pub fn adapter_summary() -> Result<String> {
     Err(not_built(0))
 }
 
+/// Always 0: this build has no GPU backend, so nothing is uploaded.
+pub fn uploads() -> u64 {
+    0
+}
+
 /// Always false: this build has no GPU backend.
 pub fn is_software_adapter() -> bool {
     false
@@ -38,4 +43,19 @@ pub fn destroy_device_for_testing() -> Result<()> {
 /// Never started: nothing to drain at shutdown or exit.
 pub(crate) fn started() -> Option<Arc<dyn Backend>> {
     None
+}
+
+/// Always 0: this build keeps no GPU buffers (for `lazuli::memory::cache`).
+pub(crate) fn cached_bytes() -> u64 {
+    0
+}
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub(crate) fn set_cache_limit(_bytes: u64) -> Result<u64> {
+    Err(Error::device("lazuli was built without the `gpu` feature"))
+}
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub(crate) fn clear_cache() -> Result<()> {
+    Err(Error::device("lazuli was built without the `gpu` feature"))
 }

@@ -52,8 +52,19 @@ pub trait Fuser: Send + Sync {
 // `set_enabled` changes it; an atomic, since every eval on every thread reads it.
 static ENABLED: AtomicU8 = AtomicU8::new(0);
 
-/// True when evals fuse (the default; `LAZULI_NO_FUSION=1` starts the process with it off).
+thread_local! {
+    /// [`with_enabled`]'s override for evals on this thread; `None` follows [`ENABLED`].
+    /// Per thread so that one caller comparing fused and unfused runs cannot change what
+    /// another thread's evals do meanwhile.
+    static OVERRIDE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// True when evals on this thread fuse: [`with_enabled`]'s choice inside it, else the
+/// process-wide switch (on by default; `LAZULI_NO_FUSION=1` starts the process with it off).
 pub fn enabled() -> bool {
+    if let Some(on) = OVERRIDE.with(std::cell::Cell::get) {
+        return on;
+    }
     match ENABLED.load(Ordering::Relaxed) {
         1 => true,
         2 => false,
@@ -73,6 +84,28 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(if on { 1 } else { 2 }, Ordering::Relaxed);
 }
 
+/// Runs `f` with fusion turned on or off for the evals this thread runs inside it, leaving
+/// other threads and the process-wide [`set_enabled`] switch as they are; the previous
+/// choice comes back when `f` returns or panics. For comparing fused and unfused results
+/// while other threads evaluate.
+///
+/// ```
+/// let x = lazuli::Array::from_slice(&[1f32, 2.0], &[2])?;
+/// let plain = lazuli::fusion::with_enabled(false, || (&x.exp()? * 2.0)?.to_vec::<f32>())?;
+/// assert_eq!(plain.len(), 2);
+/// # Ok::<(), lazuli::Error>(())
+/// ```
+pub fn with_enabled<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<bool>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OVERRIDE.with(|o| o.set(self.0));
+        }
+    }
+    let _restore = Restore(OVERRIDE.with(|o| o.replace(Some(on))));
+    f()
+}
+
 /// `LAZULI_DEBUG_FUSION=1`: print each region's program on stderr.
 pub(crate) fn debug() -> bool {
     static D: OnceLock<bool> = OnceLock::new();
@@ -81,8 +114,20 @@ pub(crate) fn debug() -> bool {
 
 static REGIONS_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+thread_local! {
+    /// This thread's share of [`REGIONS_RUN`] (exact where other threads evaluate too).
+    static REGIONS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 pub(crate) fn count_region() {
     REGIONS_RUN.fetch_add(1, Ordering::Relaxed);
+    REGIONS_HERE.with(|c| c.set(c.get() + 1));
+}
+
+/// How many fused regions `eval` calls on this thread have run: [`regions_run`] without
+/// other threads' work, like [`crate::primitives_run_here`].
+pub fn regions_run_here() -> u64 {
+    REGIONS_HERE.with(|c| c.get())
 }
 
 /// How many fused regions this process has run (each one kernel in place of several):

@@ -45,7 +45,7 @@ impl Array {
         let stream = current_stream()?;
         stream.check()?;
         crate::stream::default_stream(Device::cpu())?;
-        let buffer: Buffer = Arc::new(CpuBuffer { data: cpu_data(data) });
+        let buffer: Buffer = Arc::new(CpuBuffer::new(cpu_data(data)));
         Ok(Self::with_state(Meta::new(shape, T::DTYPE), stream, "data", State::Ready { buffer, kept: None }))
     }
 }

@@ -75,6 +75,10 @@ impl Meta {
     pub fn numel(&self) -> usize {
         crate::shape::numel(&self.shape)
     }
+    /// Bytes of the elements in the host layout (saturating: sizes are checked elsewhere).
+    pub fn nbytes(&self) -> u64 {
+        (self.numel() as u64).saturating_mul(self.dtype.size() as u64)
+    }
 }
 
 /// How a primitive may take part in kernel fusion.

@@ -78,6 +78,33 @@ fn shared_values_and_many_inputs() {
     assert!((v[1] - 20f32.sin().powi(2)).abs() < 1e-6);
 }
 
+/// A region reading seven inputs (eight bindings with its output, past the fixed-size
+/// bind lists of the plain kernels) runs as one fused kernel on every device, not through
+/// the unfused fallback, and gives the exact sum.
+#[test]
+fn wide_region_runs_fused() {
+    for d in devices() {
+        let (v, regions) = crate::common::on(d, || {
+            let xs: Vec<Array> =
+                (0..7).map(|i| Array::from_slice(&[i as f32, 2.0 * i as f32, -1.0], &[3])).collect::<Result<_, _>>()?;
+            let mut acc = xs[0].clone();
+            for x in &xs[1..] {
+                acc = (&acc + x)?;
+            }
+            // `acc` dropped: a node the caller still holds is materialised, ending the region.
+            let y = (&acc * 2.0)?;
+            drop(acc);
+            let before = fusion::regions_run_here();
+            let v = y.to_vec::<f32>()?;
+            Ok((v, fusion::regions_run_here() - before))
+        })
+        .unwrap();
+        assert_eq!(v, vec![42.0, 84.0, -14.0], "{d:?}");
+        let expected = if fusion::enabled() { 1 } else { 0 };
+        assert_eq!(regions, expected, "{d:?}: one fused region with fusion on, none with it off");
+    }
+}
+
 /// Fusion off and on give the same values on every device; bit for bit on the CPU.
 #[test]
 fn fused_equals_unfused_random_chains() {
@@ -125,13 +152,11 @@ fn fused_equals_unfused_random_chains() {
                 (0..dims[0] * dims[1]).map(|_| (next() % 2000) as f32 / 500.0 - 2.0).collect(),
                 (0..12).map(|_| (next() % 1000) as f32).collect(),
             ];
-            fusion::set_enabled(false);
-            let plain = build(&data).unwrap().to_vec::<f32>().unwrap();
-            fusion::set_enabled(true);
-            let before = fusion::regions_run();
-            let fused = build(&data).unwrap().to_vec::<f32>().unwrap();
+            let plain = fusion::with_enabled(false, || build(&data).unwrap().to_vec::<f32>().unwrap());
+            let before = fusion::regions_run_here();
+            let fused = fusion::with_enabled(true, || build(&data).unwrap().to_vec::<f32>().unwrap());
             // A chain whose last op reads only `a` or `b` has nothing to fuse.
-            fused_cases += usize::from(fusion::regions_run() > before);
+            fused_cases += usize::from(fusion::regions_run_here() > before);
             for (i, (p, f)) in plain.iter().zip(&fused).enumerate() {
                 let same = p.to_bits() == f.to_bits() || (p.is_nan() && f.is_nan());
                 // The GPU's compiler may contract a*b+c once it sees both ops together.
@@ -214,15 +239,15 @@ fn reductions_with_prologues_agree() {
     let data: Vec<f32> = (0..96 * 300).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
     for (what, f) in &cases {
         let run = |fused: bool| -> lazuli::Result<(Vec<f32>, u64)> {
-            fusion::set_enabled(fused);
-            let before = fusion::regions_run();
-            let v = crate::common::on(gpu, || {
-                let x = Array::from_slice(&data, &[96, 300])?;
-                let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
-                f(&x)?.to_vec::<f32>()
+            let before = fusion::regions_run_here();
+            let v = fusion::with_enabled(fused, || {
+                crate::common::on(gpu, || {
+                    let x = Array::from_slice(&data, &[96, 300])?;
+                    let x = if what.contains("columns") { x.reshape(&[300, 96])? } else { x };
+                    f(&x)?.to_vec::<f32>()
+                })
             });
-            fusion::set_enabled(true);
-            Ok((v?, fusion::regions_run() - before))
+            Ok((v?, fusion::regions_run_here() - before))
         };
         let (plain, _) = run(false).unwrap();
         let (fused, regions) = run(true).unwrap();

@@ -13,6 +13,7 @@ mod devices;
 mod features;
 mod format;
 mod fusion;
+mod gpu_engine;
 mod gpu_numerics;
 mod gpu_parity;
 mod indexing;

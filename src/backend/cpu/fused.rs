@@ -64,6 +64,8 @@ impl Fuser for CpuFuser {
         }
         let ins: Vec<&CpuData> = inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?;
         let out_bytes = crate::shape::check_size("fused", &program.output.shape, program.output.dtype)?;
+        crate::memory::CPU
+            .check(|| format!("cpu: a fused region of shape {:?}", program.output.shape), out_bytes as u64)?;
         super::probe_bytes(out_bytes, || format!("cpu: a fused region of shape {:?}", program.output.shape))?;
         let cx = Ctx::new(program, ins)?;
         let mut out = CpuData::filled(program.output.dtype, program.output.numel(), 0.0);

@@ -36,6 +36,20 @@ pub(crate) struct CpuBuffer {
     pub(crate) data: CpuData,
 }
 
+impl CpuBuffer {
+    /// Wraps `data`, counting its bytes as active CPU memory until the buffer drops.
+    pub(crate) fn new(data: CpuData) -> Self {
+        crate::memory::CPU.add(data.byte_len());
+        CpuBuffer { data }
+    }
+}
+
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        crate::memory::CPU.sub(self.data.byte_len());
+    }
+}
+
 impl DeviceBuffer for CpuBuffer {
     fn device(&self) -> Device {
         Device::cpu()
@@ -62,7 +76,7 @@ fn data(b: &Buffer) -> Result<&CpuData> {
 }
 
 fn wrap(data: CpuData) -> Buffer {
-    Arc::new(CpuBuffer { data })
+    Arc::new(CpuBuffer::new(data))
 }
 
 impl Backend for CpuBackend {
@@ -71,6 +85,7 @@ impl Backend for CpuBackend {
     }
 
     fn upload(&self, _stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
+        crate::memory::CPU.check(|| "cpu: upload".into(), bytes.len() as u64)?;
         Ok(wrap(CpuData::from_bytes(dtype, bytes)))
     }
 
@@ -82,6 +97,7 @@ impl Backend for CpuBackend {
         let [out] = outs else {
             return Err(Error::unsupported("cpu", format!("{} with {} outputs", op.name(), outs.len())));
         };
+        crate::memory::CPU.check(|| format!("cpu: {} output", op.name()), out.nbytes())?;
         probe_allocation(op, inputs, out)?;
         let args = kernels::Args {
             ins: inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?,

@@ -96,6 +96,11 @@ impl CpuData {
         with_data!(self, |v| elem_dtype(v))
     }
 
+    /// Bytes of the elements (bool one byte each), as counted by `lazuli::memory`.
+    pub fn byte_len(&self) -> u64 {
+        with_data!(self, |v| std::mem::size_of_val(v.as_slice()) as u64)
+    }
+
     /// `len` copies of `value` cast to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
         fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {

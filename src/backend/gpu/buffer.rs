@@ -6,7 +6,7 @@
 //! order, so nothing here uses it: uploads go through buffers mapped at creation.
 
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 
 use super::context::{Context, context};
@@ -19,7 +19,8 @@ use crate::stream::{Device, Stream};
 pub(crate) const STORAGE: wgpu::BufferUsages =
     wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 
-/// Bytes kept idle in the pool at most; beyond that, released buffers are freed.
+/// Bytes kept idle in the pool at most by default (`lazuli::memory::set_cache_limit`
+/// changes it); beyond that, released buffers are freed.
 const POOL_MAX_BYTES: u64 = 1 << 30;
 
 /// A GPU buffer holding `len` elements of `dtype` in the device layout (bool as u32).
@@ -67,6 +68,7 @@ impl DeviceBuffer for GpuBuffer {
 impl Drop for GpuBuffer {
     fn drop(&mut self) {
         if let Some(b) = self.raw.take() {
+            crate::memory::GPU.sub(b.size());
             if crate::lifecycle::is_exiting() {
                 // The driver may be tearing down: never call into it from here.
                 std::mem::forget(b);
@@ -111,23 +113,40 @@ fn bucket(bytes: u64, ctx: &Context) -> u64 {
 /// newest instead made an f16 8192² matmul loop on an H200 allocate a fresh 128 MiB output
 /// every time, once earlier sizes had filled the pool: 77 instead of 123 TFLOP/s.)
 struct Pool<B> {
-    free: HashMap<u64, VecDeque<B>>,
-    /// Sizes of the idle buffers, oldest release first.
-    order: VecDeque<u64>,
+    /// Idle buffers by size, each with its release number, oldest first.
+    free: HashMap<u64, VecDeque<(u64, B)>>,
+    /// Release number -> size of every idle buffer: the least recently released first.
+    /// (A map, not a list searched on every take: a chain of a million small ops keeps
+    /// many idle buffers, and a linear search made it quadratic.)
+    order: BTreeMap<u64, u64>,
+    /// The next release number.
+    seq: u64,
     bytes: u64,
     cap: u64,
 }
 
 impl<B> Pool<B> {
     fn new(cap: u64) -> Self {
-        Pool { free: HashMap::new(), order: VecDeque::new(), bytes: 0, cap }
+        Pool { free: HashMap::new(), order: BTreeMap::new(), seq: 0, bytes: 0, cap }
+    }
+
+    /// Sets the cap, returning the old one and the buffers evicted to fit under the new.
+    fn set_cap(&mut self, cap: u64) -> (u64, Vec<B>) {
+        let old = std::mem::replace(&mut self.cap, cap);
+        let mut evicted = Vec::new();
+        while self.bytes > self.cap {
+            let (_, size) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
+            let (_, b) = self.free.get_mut(&size).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
+            evicted.push(b);
+            self.bytes -= size;
+        }
+        (old, evicted)
     }
 
     /// The most recently released buffer of `size` bytes, if any.
     fn take(&mut self, size: u64) -> Option<B> {
-        let b = self.free.get_mut(&size)?.pop_back()?;
-        let i = self.order.iter().rposition(|&s| s == size).expect("order tracks every idle buffer");
-        self.order.remove(i);
+        let (seq, b) = self.free.get_mut(&size)?.pop_back()?;
+        self.order.remove(&seq).expect("order tracks every idle buffer");
         self.bytes -= size;
         Some(b)
     }
@@ -140,13 +159,17 @@ impl<B> Pool<B> {
         }
         let mut evicted = Vec::new();
         while self.bytes + size > self.cap {
-            let oldest = self.order.pop_front().expect("bytes > 0 means a buffer is idle");
-            evicted
-                .push(self.free.get_mut(&oldest).and_then(|q| q.pop_front()).expect("order tracks every idle buffer"));
+            let (seq, oldest) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
+            let (s, e) =
+                self.free.get_mut(&oldest).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
+            debug_assert_eq!(s, seq, "the oldest of a size is the oldest in order");
+            evicted.push(e);
             self.bytes -= oldest;
         }
-        self.free.entry(size).or_default().push_back(b);
-        self.order.push_back(size);
+        let seq = self.seq;
+        self.seq += 1;
+        self.free.entry(size).or_default().push_back((seq, b));
+        self.order.insert(seq, size);
         self.bytes += size;
         evicted
     }
@@ -160,6 +183,36 @@ fn pool() -> &'static Mutex<Pool<wgpu::Buffer>> {
 
 fn lock_pool() -> std::sync::MutexGuard<'static, Pool<wgpu::Buffer>> {
     pool().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Idle bytes in the pool.
+pub(crate) fn pooled_bytes() -> u64 {
+    lock_pool().bytes
+}
+
+/// The pool's cap: idle bytes kept at most.
+pub(crate) fn pool_cap() -> u64 {
+    lock_pool().cap
+}
+
+/// Sets the pool's cap (evicting down to it now); returns the previous cap.
+pub(crate) fn set_pool_cap(cap: u64) -> u64 {
+    let (old, evicted) = lock_pool().set_cap(cap);
+    // Dropped outside the lock, like evictions on release.
+    drop(evicted);
+    old
+}
+
+/// Frees every idle buffer of the pool (the cap stays).
+pub(crate) fn clear_pool() {
+    let evicted = {
+        let mut p = lock_pool();
+        let cap = p.cap;
+        let (_, evicted) = p.set_cap(0);
+        p.cap = cap;
+        evicted
+    };
+    drop(evicted);
 }
 
 /// Returns a released buffer to the pool (storage buffers only; others are freed).
@@ -189,6 +242,7 @@ pub(crate) fn alloc(_stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuf
     let bytes = len as u64 * device_elem_size(dtype);
     ctx.check_size("allocate", bytes)?;
     let size = bucket(bytes, ctx);
+    crate::memory::GPU.check(|| "gpu: allocate".into(), size)?;
     let taken = lock_pool().take(size);
     let raw = match taken {
         Some(b) => b,
@@ -203,6 +257,7 @@ pub(crate) fn alloc(_stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuf
             })
             .map_err(|e| with_size(e, size))?,
     };
+    crate::memory::GPU.add(size);
     Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
 }
 
@@ -222,6 +277,7 @@ pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data:
     let bytes = data.len() as u64;
     ctx.check_size("upload", bytes)?;
     let size = bucket(bytes, ctx);
+    crate::memory::GPU.check(|| "gpu: upload".into(), size)?;
     let raw = ctx
         .scoped("upload", || {
             let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -238,25 +294,8 @@ pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data:
             Ok(b)
         })
         .map_err(|e| with_size(e, size))?;
+    crate::memory::GPU.add(size);
     Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
-}
-
-/// A small read-only buffer of kernel parameters, fresh per dispatch (see module docs
-/// for why not `write_buffer`).
-pub(crate) fn params(ctx: &Context, words: &[u32]) -> Result<wgpu::Buffer> {
-    let data: &[u32] = if words.is_empty() { &[0] } else { words };
-    let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("lazuli params"),
-        size: (data.len() * 4) as u64,
-        usage: wgpu::BufferUsages::STORAGE,
-        mapped_at_creation: true,
-    });
-    b.slice(..)
-        .get_mapped_range_mut()
-        .map_err(|e| Error::Gpu(format!("params: {e}")))?
-        .copy_from_slice(bytemuck::cast_slice(data));
-    b.unmap();
-    Ok(b)
 }
 
 #[cfg(test)]
@@ -276,6 +315,19 @@ mod tests {
         assert_eq!(p.put("e50", 50), ["c30", "d60"]);
         assert_eq!(p.put("big", 101), ["big"]);
         assert_eq!(p.take(50), Some("e50"));
+        assert_eq!((p.bytes, p.order.len()), (0, 0));
+    }
+
+    #[test]
+    fn pool_cap_lowered_evicts_oldest() {
+        let mut p = Pool::new(100);
+        p.put("a30", 30);
+        p.put("b30", 30);
+        p.put("c20", 20);
+        assert_eq!(p.set_cap(50), (100, vec!["a30"]));
+        assert_eq!(p.bytes, 50);
+        assert_eq!(p.put("d40", 40), ["b30", "c20"], "the new cap holds");
+        assert_eq!(p.set_cap(0).1.len(), 1);
         assert_eq!((p.bytes, p.order.len()), (0, 0));
     }
 

@@ -26,6 +26,9 @@ pub(crate) struct Context {
     pub(crate) info: wgpu::AdapterInfo,
     /// Errors no error scope caught (the uncaptured-error handler records them).
     uncaptured: Mutex<Vec<String>>,
+    /// Set when `uncaptured` is not empty, so the check after every dispatch is one
+    /// atomic load rather than a lock.
+    has_uncaptured: AtomicBool,
     /// Set by the device-lost callback; every later call fails.
     lost: AtomicBool,
     lost_reason: Mutex<String>,
@@ -145,6 +148,7 @@ fn init() -> std::result::Result<Context, String> {
         info,
         limits,
         uncaptured: Mutex::new(Vec::new()),
+        has_uncaptured: AtomicBool::new(false),
         lost: AtomicBool::new(false),
         lost_reason: Mutex::new(String::new()),
     })
@@ -206,7 +210,10 @@ impl Context {
         ONCE.get_or_init(|| {
             // Record instead of panicking (wgpu's default handler panics).
             self.device.on_uncaptured_error(std::sync::Arc::new(move |e: wgpu::Error| {
-                self.uncaptured.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                let mut errs = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+                errs.push(e.to_string());
+                // Under the lock, so `check` cannot clear the flag between push and store.
+                self.has_uncaptured.store(true, Ordering::Release);
             }));
             self.device.set_device_lost_callback(move |reason, msg| self.mark_lost(format!("{reason:?}: {msg}")));
         });
@@ -234,7 +241,12 @@ impl Context {
     /// `Err` if the device was lost or an uncaptured error was recorded since the last check.
     pub(crate) fn check(&self) -> Result<()> {
         self.check_lost()?;
+        if !self.has_uncaptured.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut errs = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+        // Cleared under the lock the handler pushes under, so no error is missed.
+        self.has_uncaptured.store(false, Ordering::Release);
         if errs.is_empty() {
             return Ok(());
         }

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::buffer::{GpuBuffer, params as upload_params};
+use super::buffer::GpuBuffer;
 use super::context::{Context, context};
 use super::params::{Params, words};
 use crate::error::{Error, Result};
@@ -15,10 +15,40 @@ use crate::error::{Error, Result};
 const MAX_PER_SUBMIT: usize = 64;
 const MAX_IN_FLIGHT: usize = 8;
 
+/// Bytes of kernel parameters one batch can hold: [`MAX_PER_SUBMIT`] blocks of at most
+/// 256 bytes each (the largest block is 144 bytes; offsets are rounded up to the device's
+/// storage-offset alignment, at most 256).
+const ARENA_BYTES: u64 = MAX_PER_SUBMIT as u64 * 256;
+
 struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
+    /// The parameter blocks of the batch being recorded: one buffer, mapped at creation,
+    /// each dispatch writing its block at `used` and binding that range. It is unmapped
+    /// just before the batch is submitted, so one buffer (and one copy) per submit
+    /// replaces a mapped buffer per dispatch. Created with the encoder.
+    arena: Option<wgpu::Buffer>,
+    /// Bytes of `arena` written so far.
+    used: u64,
     recorded: usize,
     in_flight: VecDeque<wgpu::SubmissionIndex>,
+}
+
+impl Batch {
+    /// The encoder of the batch being recorded, made (with its parameter arena) if none.
+    fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
+        if self.encoder.is_none() {
+            self.arena = Some(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("lazuli params"),
+                size: ARENA_BYTES,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: true,
+            }));
+            self.used = 0;
+        }
+        self.encoder.get_or_insert_with(|| {
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lazuli") })
+        })
+    }
 }
 
 /// Serialises submissions and polls: wgpu-core 30 can trip an internal assertion when one
@@ -31,7 +61,15 @@ pub(crate) fn poll_lock() -> std::sync::MutexGuard<'static, ()> {
 fn batch() -> &'static Mutex<Batch> {
     // Leaked like the device it records for.
     static B: OnceLock<&'static Mutex<Batch>> = OnceLock::new();
-    B.get_or_init(|| Box::leak(Box::new(Mutex::new(Batch { encoder: None, recorded: 0, in_flight: VecDeque::new() }))))
+    B.get_or_init(|| {
+        Box::leak(Box::new(Mutex::new(Batch {
+            encoder: None,
+            arena: None,
+            used: 0,
+            recorded: 0,
+            in_flight: VecDeque::new(),
+        })))
+    })
 }
 
 /// Longest a wait on the GPU may take before it is reported as an error.
@@ -44,18 +82,18 @@ pub(crate) fn timeout() -> Duration {
     })
 }
 
-/// Records commands into the current batch, inside error scopes.
+/// Records commands into the current batch.
+///
+/// No error scope per command: errors of recording (none are expected; they would be
+/// bugs) reach the device's uncaptured-error handler at once, on this thread, and
+/// [`Context::check`] after recording returns them; whatever slips through surfaces at
+/// `finish`/`submit`, which run inside one pair of scopes per batch.
 pub(crate) fn record(what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
     let ctx = context()?;
     ctx.check_lost()?;
     let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
-    ctx.scoped(what, || {
-        let enc = b.encoder.get_or_insert_with(|| {
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lazuli") })
-        });
-        f(enc);
-        Ok(())
-    })?;
+    f(b.encoder(ctx));
+    ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
     b.recorded += 1;
     if b.recorded >= MAX_PER_SUBMIT {
         submit_locked(ctx, &mut b)?;
@@ -75,6 +113,12 @@ fn submit_locked(ctx: &Context, b: &mut Batch) -> Result<()> {
     let Some(enc) = b.encoder.take() else { return Ok(()) };
     ctx.check_lost()?;
     b.recorded = 0;
+    if let Some(arena) = b.arena.take() {
+        // The blocks written so far become visible to the batch's dispatches (wgpu
+        // copies them in before the batch's commands); the buffer is freed once the
+        // submission is done with it.
+        arena.unmap();
+    }
     let idx = {
         let _g = poll_lock();
         ctx.scoped("submit", || Ok(ctx.queue.submit([enc.finish()])))?
@@ -146,6 +190,10 @@ pub(crate) fn synchronize() -> Result<()> {
 }
 
 /// One kernel launch: the pipeline, its parameters (binding 0) and buffers by binding.
+///
+/// Per launch: the parameter block is written into the batch's arena (no buffer of its
+/// own), one bind group is made, one compute pass recorded; one lock (the batch's) is
+/// taken, and no error scope (see [`record`]).
 pub(crate) fn dispatch<P: Params>(
     ctx: &Context,
     pipeline: &wgpu::ComputePipeline,
@@ -156,19 +204,62 @@ pub(crate) fn dispatch<P: Params>(
     if groups.contains(&0) {
         return Ok(());
     }
-    let p = ctx.scoped("params", || upload_params(ctx, words(params)))?;
-    let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: p.as_entire_binding() }];
-    entries.extend(buffers.iter().map(|(slot, b)| wgpu::BindGroupEntry { binding: *slot, resource: b.binding() }));
+    ctx.check_lost()?;
+    let data: &[u8] = bytemuck::cast_slice(words(params));
+    let len = (data.len() as u64).max(4);
+    let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment.max(4));
     let layout = pipeline.get_bind_group_layout(0);
-    let group = ctx.scoped("bind group", || {
-        Ok(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
-    })?;
-    record("dispatch", |enc| {
+    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
+    if b.encoder.is_some() && b.used + len > ARENA_BYTES {
+        submit_locked(ctx, &mut b)?;
+    }
+    b.encoder(ctx);
+    let offset = b.used;
+    b.used = (offset + len).div_ceil(align) * align;
+    let arena = b.arena.as_ref().expect("made with the encoder");
+    {
+        let mut view = arena
+            .slice(offset..offset + len)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::Gpu(format!("kernel parameters: {e}")))?;
+        view.slice(..data.len()).copy_from_slice(data);
+    }
+    let p = wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: arena,
+            offset,
+            size: wgpu::BufferSize::new(len),
+        }),
+    };
+    fn e<'a>(&(slot, buf): &(u32, &'a GpuBuffer)) -> wgpu::BindGroupEntry<'a> {
+        wgpu::BindGroupEntry { binding: slot, resource: buf.binding() }
+    }
+    let make = |entries: &[wgpu::BindGroupEntry<'_>]| {
+        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries })
+    };
+    // Fixed-size entry lists for the common kernels: no allocation per launch. Fused
+    // kernels bind up to MAX_FUSED_INPUTS + 1 buffers and take the general path.
+    let group = match buffers {
+        [a] => make(&[p, e(a)]),
+        [a, b] => make(&[p, e(a), e(b)]),
+        [a, b, c] => make(&[p, e(a), e(b), e(c)]),
+        [a, b, c, d] => make(&[p, e(a), e(b), e(c), e(d)]),
+        many => make(&std::iter::once(p).chain(many.iter().map(e)).collect::<Vec<_>>()),
+    };
+    {
+        let enc = b.encoder.as_mut().expect("made above");
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-    })
+    }
+    ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
+    b.recorded += 1;
+    if b.recorded >= MAX_PER_SUBMIT {
+        submit_locked(ctx, &mut b)?;
+    }
+    Ok(())
 }
 
 /// Workgroup grid for `threads` threads of 256: 1-D up to the per-dimension limit, then 2-D

@@ -87,6 +87,37 @@ pub fn adapter_summary() -> Result<String> {
     ))
 }
 
+/// Idle bytes the GPU keeps for reuse (storage pool and read-back buffers), for
+/// [`crate::memory::cache`].
+pub(crate) fn cached_bytes() -> u64 {
+    buffer::pooled_bytes() + readback::staging_bytes()
+}
+
+/// Sets the storage pool's cap; the previous cap (for [`crate::memory::set_cache_limit`]).
+pub(crate) fn set_cache_limit(bytes: u64) -> Result<u64> {
+    let old = buffer::set_pool_cap(bytes);
+    // The read-back pool keeps at most the same cap; the simplest way to honour a lower
+    // one at once is to empty it.
+    if bytes < old {
+        readback::clear_staging();
+    }
+    Ok(old)
+}
+
+/// Frees every idle GPU buffer (for [`crate::memory::clear_cache`]).
+pub(crate) fn clear_cache() -> Result<()> {
+    buffer::clear_pool();
+    readback::clear_staging();
+    Ok(())
+}
+
+/// How many times this process has copied host data to the GPU (every upload: arrays made
+/// on the host and read by GPU ops, `to_device`, empty results). For tests and profiling:
+/// a host array read by many GPU ops is uploaded once.
+pub fn uploads() -> u64 {
+    readback::UPLOADS.load(Ordering::Relaxed)
+}
+
 /// True when `gpu(0)` is a software rasteriser (lavapipe, WARP...): slow, for tests.
 /// False when there is no adapter.
 pub fn is_software_adapter() -> bool {

@@ -2,8 +2,10 @@
 //!
 //! Runs of adjacent reduced axes are merged into one; separate runs are reduced one
 //! after another, from the last. A run is `[outer, len, inner]`: contiguous long rows
-//! (inner 1) get a workgroup each (tree reduction), everything else one thread per
-//! output walking `len` (neighbouring threads read neighbouring columns).
+//! (inner 1) get a workgroup each (tree reduction, 16-byte loads where rows are whole
+//! vectors), everything else one thread per output walking `len` (neighbouring threads
+//! read neighbouring columns). Arg-reductions and scans of long contiguous rows also get
+//! a workgroup per row (parallel along the row); other lines a thread each.
 
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
@@ -85,7 +87,14 @@ fn reduce_passes(
         let (out_dtype, slot) = if widen { (DType::F32, if acc { 5 } else { 3 }) } else { (x.dtype, 3) };
         let out = alloc(s, out_dtype, n_out)?;
         if inner == 1 && len >= WG_ROW_MIN {
-            let entry = if acc { "reduce_rows_acc" } else { "reduce_rows" };
+            // Vector loads for rows of whole vectors (not when widening: `_acc` stores A).
+            let v4 = !widen && len.is_multiple_of(4);
+            let entry = match (acc, v4) {
+                (true, _) => "reduce_rows_acc",
+                (false, true) => "reduce_rows_v4",
+                (false, false) => "reduce_rows",
+            };
+            let src_slot = if v4 { 7 } else { 1 };
             let p = pipeline(ctx, Kernel::Reduce, src.dtype, entry, &[("ROP", code)])?;
             let segs = len.div_ceil(SEGMENT);
             let parts = if segs > 1 { alloc(s, out_dtype, n_out * segs)? } else { alloc(s, out_dtype, 0)? };
@@ -99,7 +108,7 @@ fn reduce_passes(
             };
             // One workgroup per segment: the grid counts workgroups, not threads.
             let g = grid(ctx, n_out * segs * 256)?;
-            dispatch(ctx, &p, &w, &[(1, src), (slot, target)], g)?;
+            dispatch(ctx, &p, &w, &[(src_slot, src), (slot, target)], g)?;
             if segs > 1 {
                 // Partial results of each row, reduced in a second pass (in f32 when widening).
                 let r = reduce_passes(s, op, &parts, &[n_out, segs], &[1], widen)?;
@@ -133,9 +142,15 @@ pub(crate) fn arg_reduce(
         return Err(crate::error::Error::Internal("arg-reduction over an empty axis reached the kernel".into()));
     }
     let code = op.code();
-    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
     let out = alloc(s, crate::dtype::DType::U32, n_out)?;
     let w = lines("arg_reduce", n_out, len, inner)?;
+    if inner == 1 && len >= WG_ROW_MIN {
+        // Long contiguous rows: a workgroup each, parallel along the row.
+        let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce_rows", &[("ROP", code)])?;
+        dispatch(ctx, &p, &w, &[(1, x), (4, &out)], grid(ctx, n_out * 256)?)?;
+        return Ok(out);
+    }
+    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
     dispatch_1d(ctx, &p, &w, &[(1, x), (4, &out)], n_out)?;
     Ok(out)
 }
@@ -151,10 +166,16 @@ pub(crate) fn scan(
     let ctx = context()?;
     let (outer, len, inner) = split_axis(shape, axis);
     let code = op.combine().code();
-    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
     let out = alloc(s, x.dtype, numel(shape))?;
     let n_lines = outer * inner;
     let w = ReduceParams { reverse: reverse as u32, ..lines("scan", n_lines, len, inner)? };
+    if inner == 1 && len >= WG_ROW_MIN {
+        // Long contiguous rows: a workgroup each, parallel along the row.
+        let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan_rows", &[("ROP", code)])?;
+        dispatch(ctx, &p, &w, &[(1, x), (3, &out)], grid(ctx, n_lines * 256)?)?;
+        return Ok(out);
+    }
+    let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
     dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], n_lines)?;
     Ok(out)
 }
