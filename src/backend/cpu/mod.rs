@@ -11,6 +11,7 @@ mod math;
 mod matmul;
 pub(crate) mod random;
 mod reduce;
+mod reduce_fast;
 mod scalar;
 mod simd;
 mod storage;

@@ -1,7 +1,10 @@
 //! Reductions, arg-reductions and scans.
 //!
-//! Every kernel first reads its input in an order where the reduced (or scanned) axes are
-//! innermost, so the work is a loop over contiguous chunks. Floats accumulate in f64 and
+//! Floats over one consecutive run of axes (the common case: last, first or middle axes)
+//! take `reduce_fast`, which reads the input in place. Everything else (integers, bool,
+//! axes such as `[0, 2]`) takes the general path here: the input is first read in an
+//! order where the reduced (or scanned) axes are innermost, so the work is a loop over
+//! contiguous chunks. Both paths compute the same values. Floats accumulate in f64 and
 //! integers in wrapping i64: the CPU is the reference the GPU is checked against, so it
 //! favours accuracy over speed. Chunk sums run on threads in a fixed split, so results do
 //! not depend on the thread count.
@@ -11,7 +14,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::storage::{CpuData, CpuElem};
-use super::{PAR_MIN, unsupported};
+use super::{PAR_MIN, reduce_fast, unsupported};
 
 use crate::error::Result;
 use crate::primitive::{ArgReduceOp, ReduceOp, ScanOp};
@@ -29,6 +32,31 @@ fn move_axes_last<'a, T: Copy>(v: &'a [T], shape: &[usize], inner: &[usize]) -> 
     }
     let pstrides: Vec<isize> = perm.iter().map(|&a| strides[a]).collect();
     (Cow::Owned(StridedIter::new(&pshape, &pstrides, 0).map(|i| v[i]).collect()), pshape)
+}
+
+/// `shape` seen as `[outer, len, inner]` around `axes` when they are one consecutive run
+/// (`[1]`, `[0, 1]`, `[2, 3]`); `None` for a gap such as `[0, 2]` or no axes at all.
+fn around(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)> {
+    let mut a = axes.to_vec();
+    a.sort_unstable();
+    a.dedup();
+    let (&first, &last) = (a.first()?, a.last()?);
+    (last - first + 1 == a.len())
+        .then(|| (numel(&shape[..first]), numel(&shape[first..=last]), numel(&shape[last + 1..])))
+}
+
+/// Runs `$e` with `$v` bound to the typed data when `$x` holds floats (the fast paths
+/// take those); `None` for integers and bool.
+macro_rules! on_floats {
+    ($x:expr, $v:ident => $e:expr) => {
+        match $x {
+            CpuData::F16($v) => Some($e),
+            CpuData::BF16($v) => Some($e),
+            CpuData::F32($v) => Some($e),
+            CpuData::F64($v) => Some($e),
+            CpuData::Bool(_) | CpuData::U32(_) | CpuData::I32(_) | CpuData::I64(_) => None,
+        }
+    };
 }
 
 /// `f` over consecutive chunks of `len` elements, in parallel when there is enough work.
@@ -101,6 +129,12 @@ pub(super) fn reduce(op: ReduceOp, x: &CpuData, shape: &[usize], axes: &[usize])
     if len == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Err(unsupported("max/min over an empty axis", dtype));
     }
+    if let Some((outer, len, inner)) = around(shape, axes)
+        && len > 0
+        && let Some(r) = on_floats!(x, v => reduce_fast::reduce(op, v, outer, len, inner))
+    {
+        return Ok(CpuData::F64(r).astype(dtype));
+    }
     let r = match &widen(x) {
         Wide::F64(_) if len == 0 => CpuData::F64(vec![reduce_f64(op, &[]); outer]),
         Wide::I64(_) if len == 0 => CpuData::I64(vec![reduce_i64(op, &[]); outer]),
@@ -135,6 +169,12 @@ fn arg_best<T: PartialOrd + Copy>(c: &[T], max: bool) -> u32 {
 pub(super) fn arg_reduce(op: ArgReduceOp, x: &CpuData, shape: &[usize], axis: usize) -> CpuData {
     let max = op == ArgReduceOp::ArgMax;
     let len = shape[axis].max(1);
+    if let Some((outer, len, inner)) = around(shape, &[axis])
+        && len > 0
+        && let Some(r) = on_floats!(x, v => reduce_fast::arg_reduce(max, v, outer, len, inner))
+    {
+        return CpuData::U32(r);
+    }
     fn go<T: CpuElem>(v: &[T], shape: &[usize], axis: usize, len: usize, max: bool) -> Vec<u32> {
         let (d, _) = move_axes_last(v, shape, &[axis]);
         per_chunk(&d, len, |c| arg_best(c, max))
@@ -165,6 +205,12 @@ fn scan_chunk<T: Copy>(c: &[T], reverse: bool, f: impl Fn(T, T) -> T) -> Vec<T> 
 pub(super) fn scan(op: ScanOp, x: &CpuData, shape: &[usize], axis: usize, reverse: bool) -> Result<CpuData> {
     let dtype = x.dtype();
     let len = shape[axis].max(1);
+    if let Some((outer, len, inner)) = around(shape, &[axis])
+        && len > 0
+        && let Some(r) = on_floats!(x, v => CpuElem::wrap(reduce_fast::scan(op, v, outer, len, inner, reverse)))
+    {
+        return Ok(r);
+    }
     // Undo `move_axes_last`: read the scanned buffer back in the original layout.
     let restore = |pshape: &[usize]| -> Vec<usize> {
         let ps = contiguous_strides(pshape);
