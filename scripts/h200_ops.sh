@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 12/13 numbers on the H200 (device tool), from the repo root, carrying .gl and .h200:
+# the tests, then examples/ops_bench beside scripts/ops_ref.py on the GPU (PyTorch) and on
+# the host's CPU (NumPy), then examples/fusion_bench beside scripts/fusion_ref.py, all in one
+# call. Prepare here: `cargo test --release --no-run --features ndarray`; `cargo build
+# --release --example ops_bench --example fusion_bench --example teardown`; copy the test
+# binaries to deps/<name> and the examples to examples/, strip, pack as .h200/ops.tar.xz.
+for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
+export XDG_RUNTIME_DIR=/tmp VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LAZULI_REQUIRE_GPU=1
+b=/tmp/h; mkdir -p $b && tar -C $b -xJf .h200/ops.tar.xz
+part=${1:-all}
+if [ "$part" = all ] || [ "$part" = tests ]; then
+  echo "== tests"
+  for t in suite memory lifecycle device_loss gpu_grid gpu_timeout; do
+    echo "-- $t"; timeout 200 $b/deps/$t 2>&1 | grep -E "test result|panicked" -A3
+  done 2>&1 | tee $OUT/tests.log
+  echo "-- suite, fusion off"; LAZULI_NO_FUSION=1 timeout 200 $b/deps/suite 2>&1 | grep -E "test result|panicked" -A3 | tee -a $OUT/tests.log
+  timeout 100 $b/examples/teardown --device gpu --size 512 --threads 2 --sleep-ms 100 --runs 50 2>&1 | tail -1 | tee $OUT/stress.log
+fi
+if [ "$part" = all ] || [ "$part" = ops ]; then
+  echo "== ops, GPU beside PyTorch"
+  timeout 150 $b/examples/ops_bench --device gpu 2>&1 | tee $OUT/ops_gpu_lazuli.md
+  timeout 150 python3 scripts/torch_ops.py 2>&1 | grep -v Warning | tee $OUT/ops_gpu_torch.md
+  echo "== ops, CPU beside NumPy (1M and 64M)"
+  for n in 1048576 67108864; do
+    timeout 150 $b/examples/ops_bench --device cpu --size $n 2>&1 | tee $OUT/ops_cpu_lazuli_$n.md
+    timeout 150 python3 scripts/numpy_ops.py --size $n 2>&1 | tee $OUT/ops_cpu_numpy_$n.md
+  done
+fi
+if [ "$part" = all ] || [ "$part" = fusion ]; then
+  echo "== fusion"
+  args="--size 67108864 --rows 8192 --cols 8192 --reps 20"
+  timeout 150 $b/examples/fusion_bench --device gpu $args 2>&1 | tee $OUT/fusion_lazuli.md
+  timeout 200 python3 scripts/fusion_ref.py --backend torch $args 2>&1 | grep -v Warning | tee $OUT/fusion_torch.md
+fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt; nproc | tee $OUT/nproc.txt
