@@ -26,8 +26,11 @@
 //! - **Peak**: the largest active value since the process started or [`reset_peak`].
 //! - **Cache**: idle bytes kept for reuse. The GPU keeps released storage buffers in a
 //!   pool by bucket size (the most recently released of a size is reused first; past the
-//!   cache limit the least recently released go first; default 1 GiB) and read-back
-//!   buffers up to 512 MiB; the CPU caches nothing (the system allocator reuses memory),
+//!   cache limit the least recently released go first) and read-back buffers up to
+//!   512 MiB. The default cache limit is the most bytes live buffers have held at once
+//!   since the start (at least 1 GiB): a loop keeps reusing its working set, and the
+//!   device holds at most about twice its largest working set; [`set_cache_limit`]
+//!   fixes it instead; the CPU caches nothing (the system allocator reuses memory),
 //!   so its cache is 0 and its cache limit has no effect.
 //!
 //! # Limits
@@ -51,13 +54,21 @@ use crate::stream::{Device, DeviceKind};
 pub(crate) struct Ledger {
     active: AtomicU64,
     peak: AtomicU64,
+    /// The largest `active` value since the start ([`reset_peak`] leaves it): the GPU
+    /// pool's default cache limit follows it.
+    high: AtomicU64,
     /// `u64::MAX`: no limit.
     limit: AtomicU64,
 }
 
 impl Ledger {
     pub(crate) const fn new() -> Self {
-        Ledger { active: AtomicU64::new(0), peak: AtomicU64::new(0), limit: AtomicU64::new(u64::MAX) }
+        Ledger {
+            active: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            high: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+        }
     }
 
     /// `Err` if `bytes` more would pass the limit; `what` names the allocation (made
@@ -82,6 +93,13 @@ impl Ledger {
     pub(crate) fn add(&self, bytes: u64) {
         let now = self.active.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(now, Ordering::Relaxed);
+        self.high.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// The most bytes held at once since the process started (the GPU pool reads it).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn high_water(&self) -> u64 {
+        self.high.load(Ordering::Relaxed)
     }
 
     /// Counts `bytes` freed (or returned to a cache).
@@ -141,7 +159,8 @@ pub fn cache(device: Device) -> u64 {
 }
 
 /// Sets how many idle bytes `device` may keep for reuse (evicting down to it now) and
-/// returns the previous limit. On the CPU, which caches nothing, it is accepted and has
+/// returns the previous limit (by default the GPU's follows the most bytes held at once,
+/// at least 1 GiB: see [What is counted](self#what-is-counted); a set limit stays fixed). On the CPU, which caches nothing, it is accepted and has
 /// no effect (the previous value returned is 0).
 pub fn set_cache_limit(device: Device, bytes: u64) -> Result<u64> {
     ledger_or_err(device, "set_cache_limit")?;
@@ -193,6 +212,8 @@ mod tests {
         l.add(50);
         l.sub(120);
         assert_eq!((l.active(), l.peak.load(std::sync::atomic::Ordering::Relaxed)), (30, 150));
+        l.peak.store(l.active(), std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(l.high_water(), 150, "a reset peak leaves the high-water mark");
         assert!(l.check(|| "x".into(), u64::MAX - 10).is_ok(), "no limit by default");
         l.limit.store(100, std::sync::atomic::Ordering::Relaxed);
         assert!(l.check(|| "x".into(), 70).is_ok());

@@ -39,7 +39,7 @@ fn memory_is_counted_and_limited_on_every_device() {
             memory::clear_cache(d).unwrap();
             assert_eq!(memory::cache(d), 0, "{d}");
             let old = memory::set_cache_limit(d, 0).unwrap();
-            assert_eq!(old, 1 << 30, "the default cache limit is 1 GiB");
+            assert!(old >= 1 << 30, "the default cache limit is the high-water mark, at least 1 GiB: {old}");
             let y = z(1 << 18).unwrap();
             assert_eq!(y.to_vec::<f32>().unwrap().len(), 1 << 18);
             drop(y);

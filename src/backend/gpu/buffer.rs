@@ -19,9 +19,32 @@ use crate::stream::{Device, Stream};
 pub(crate) const STORAGE: wgpu::BufferUsages =
     wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 
-/// Bytes kept idle in the pool at most by default (`lazuli::memory::set_cache_limit`
-/// changes it); beyond that, released buffers are freed.
-const POOL_MAX_BYTES: u64 = 1 << 30;
+/// The least the default cap keeps idle: small programs never free and reallocate.
+const POOL_FLOOR_BYTES: u64 = 1 << 30;
+
+/// How many idle bytes the pool keeps at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cap {
+    /// The default: the most bytes live buffers have held at once (never below
+    /// [`POOL_FLOOR_BYTES`]), so a loop whose working set was allocated once keeps getting
+    /// it back and memory held stays within twice the largest working set. (A fixed 1 GiB
+    /// made softmax over 1 GiB rows on an H200 allocate fresh buffers every call: 20 GB/s
+    /// where reuse gives hundreds; a 5-op chain over 64M f32 allocated one 256 MiB buffer
+    /// per call: 12 ms instead of about 1.)
+    HighWater,
+    /// Set by `lazuli::memory::set_cache_limit`.
+    Bytes(u64),
+}
+
+impl Cap {
+    /// The cap in bytes when live buffers have held at most `high_water` bytes at once.
+    fn bytes(self, high_water: u64) -> u64 {
+        match self {
+            Cap::HighWater => high_water.max(POOL_FLOOR_BYTES),
+            Cap::Bytes(b) => b,
+        }
+    }
+}
 
 /// A GPU buffer holding `len` elements of `dtype` in the device layout (bool as u32).
 pub(crate) struct GpuBuffer {
@@ -122,19 +145,21 @@ struct Pool<B> {
     /// The next release number.
     seq: u64,
     bytes: u64,
-    cap: u64,
+    cap: Cap,
 }
 
 impl<B> Pool<B> {
-    fn new(cap: u64) -> Self {
+    fn new(cap: Cap) -> Self {
         Pool { free: HashMap::new(), order: BTreeMap::new(), seq: 0, bytes: 0, cap }
     }
 
-    /// Sets the cap, returning the old one and the buffers evicted to fit under the new.
-    fn set_cap(&mut self, cap: u64) -> (u64, Vec<B>) {
+    /// Sets the cap, returning the old one and the buffers evicted to fit under the new
+    /// (`high_water`: see [`Cap::bytes`]).
+    fn set_cap(&mut self, cap: Cap, high_water: u64) -> (Cap, Vec<B>) {
         let old = std::mem::replace(&mut self.cap, cap);
+        let limit = cap.bytes(high_water);
         let mut evicted = Vec::new();
-        while self.bytes > self.cap {
+        while self.bytes > limit {
             let (_, size) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
             let (_, b) = self.free.get_mut(&size).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
             evicted.push(b);
@@ -152,13 +177,14 @@ impl<B> Pool<B> {
     }
 
     /// Keeps `b` (of `size` bytes); returns the buffers evicted to stay under the cap (or
-    /// `b` itself when it alone is larger than the cap).
-    fn put(&mut self, b: B, size: u64) -> Vec<B> {
-        if size > self.cap {
+    /// `b` itself when it alone is larger than the cap). `high_water`: see [`Cap::bytes`].
+    fn put(&mut self, b: B, size: u64, high_water: u64) -> Vec<B> {
+        let cap = self.cap.bytes(high_water);
+        if size > cap {
             return vec![b];
         }
         let mut evicted = Vec::new();
-        while self.bytes + size > self.cap {
+        while self.bytes + size > cap {
             let (seq, oldest) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
             let (s, e) =
                 self.free.get_mut(&oldest).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
@@ -178,7 +204,7 @@ impl<B> Pool<B> {
 fn pool() -> &'static Mutex<Pool<wgpu::Buffer>> {
     // Leaked like the context: buffers may drop during process exit.
     static P: OnceLock<&'static Mutex<Pool<wgpu::Buffer>>> = OnceLock::new();
-    P.get_or_init(|| Box::leak(Box::new(Mutex::new(Pool::new(POOL_MAX_BYTES)))))
+    P.get_or_init(|| Box::leak(Box::new(Mutex::new(Pool::new(Cap::HighWater)))))
 }
 
 fn lock_pool() -> std::sync::MutexGuard<'static, Pool<wgpu::Buffer>> {
@@ -190,17 +216,18 @@ pub(crate) fn pooled_bytes() -> u64 {
     lock_pool().bytes
 }
 
-/// The pool's cap: idle bytes kept at most.
+/// The pool's cap now: idle bytes kept at most.
 pub(crate) fn pool_cap() -> u64 {
-    lock_pool().cap
+    lock_pool().cap.bytes(crate::memory::GPU.high_water())
 }
 
-/// Sets the pool's cap (evicting down to it now); returns the previous cap.
+/// Sets the pool's cap in bytes (evicting down to it now); returns the previous cap.
 pub(crate) fn set_pool_cap(cap: u64) -> u64 {
-    let (old, evicted) = lock_pool().set_cap(cap);
+    let high = crate::memory::GPU.high_water();
+    let (old, evicted) = lock_pool().set_cap(Cap::Bytes(cap), high);
     // Dropped outside the lock, like evictions on release.
     drop(evicted);
-    old
+    old.bytes(high)
 }
 
 /// Frees every idle buffer of the pool (the cap stays).
@@ -208,7 +235,7 @@ pub(crate) fn clear_pool() {
     let evicted = {
         let mut p = lock_pool();
         let cap = p.cap;
-        let (_, evicted) = p.set_cap(0);
+        let (_, evicted) = p.set_cap(Cap::Bytes(0), 0);
         p.cap = cap;
         evicted
     };
@@ -223,11 +250,15 @@ fn release(b: wgpu::Buffer) {
     let size = b.size();
     // Evicted buffers are dropped after the lock is released: wgpu frees them once the
     // GPU is done with them.
-    let evicted = lock_pool().put(b, size);
+    let high = crate::memory::GPU.high_water();
+    let (evicted, cap) = {
+        let mut p = lock_pool();
+        (p.put(b, size, high), p.cap.bytes(high))
+    };
     if !evicted.is_empty() {
         let freed: u64 = evicted.iter().map(wgpu::Buffer::size).sum();
         log::debug!(
-            "gpu buffer pool: at its {POOL_MAX_BYTES}-byte cap, evicted {} idle buffers ({freed} bytes) to keep one of {size}",
+            "gpu buffer pool: at its {cap}-byte cap, evicted {} idle buffers ({freed} bytes) to keep one of {size}",
             evicted.len()
         );
     }
@@ -300,43 +331,57 @@ pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data:
 
 #[cfg(test)]
 mod tests {
-    use super::Pool;
+    use super::{Cap, POOL_FLOOR_BYTES, Pool};
 
     #[test]
     fn pool_evicts_least_recently_released() {
-        let mut p = Pool::new(100);
-        assert!(p.put("a40", 40).is_empty());
-        assert!(p.put("b40", 40).is_empty());
+        let mut p = Pool::new(Cap::Bytes(100));
+        assert!(p.put("a40", 40, 0).is_empty());
+        assert!(p.put("b40", 40, 0).is_empty());
         // 40 + 40 + 30 > 100: the oldest (a) goes, the newest stays.
-        assert_eq!(p.put("c30", 30), ["a40"]);
+        assert_eq!(p.put("c30", 30, 0), ["a40"]);
         assert_eq!(p.take(40), Some("b40"));
         assert_eq!(p.take(40), None);
-        assert!(p.put("d60", 60).is_empty());
-        assert_eq!(p.put("e50", 50), ["c30", "d60"]);
-        assert_eq!(p.put("big", 101), ["big"]);
+        assert!(p.put("d60", 60, 0).is_empty());
+        assert_eq!(p.put("e50", 50, 0), ["c30", "d60"]);
+        assert_eq!(p.put("big", 101, 0), ["big"]);
         assert_eq!(p.take(50), Some("e50"));
         assert_eq!((p.bytes, p.order.len()), (0, 0));
     }
 
     #[test]
     fn pool_cap_lowered_evicts_oldest() {
-        let mut p = Pool::new(100);
-        p.put("a30", 30);
-        p.put("b30", 30);
-        p.put("c20", 20);
-        assert_eq!(p.set_cap(50), (100, vec!["a30"]));
+        let mut p = Pool::new(Cap::Bytes(100));
+        p.put("a30", 30, 0);
+        p.put("b30", 30, 0);
+        p.put("c20", 20, 0);
+        assert_eq!(p.set_cap(Cap::Bytes(50), 0), (Cap::Bytes(100), vec!["a30"]));
         assert_eq!(p.bytes, 50);
-        assert_eq!(p.put("d40", 40), ["b30", "c20"], "the new cap holds");
-        assert_eq!(p.set_cap(0).1.len(), 1);
+        assert_eq!(p.put("d40", 40, 0), ["b30", "c20"], "the new cap holds");
+        assert_eq!(p.set_cap(Cap::Bytes(0), 0).1.len(), 1);
         assert_eq!((p.bytes, p.order.len()), (0, 0));
     }
 
     #[test]
     fn pool_returns_the_newest_of_a_size() {
-        let mut p = Pool::new(100);
-        p.put(1, 10);
-        p.put(2, 10);
+        let mut p = Pool::new(Cap::Bytes(100));
+        p.put(1, 10, 0);
+        p.put(2, 10, 0);
         assert_eq!(p.take(10), Some(2));
         assert_eq!(p.take(10), Some(1));
+    }
+
+    #[test]
+    fn default_cap_follows_the_high_water_mark() {
+        assert_eq!(Cap::HighWater.bytes(10), POOL_FLOOR_BYTES, "never below the floor");
+        let big = 3 * POOL_FLOOR_BYTES;
+        assert_eq!(Cap::HighWater.bytes(big), big);
+        // A working set of three floor-sized buffers, released after use, stays idle whole.
+        let mut p = Pool::new(Cap::HighWater);
+        for i in 0..3 {
+            assert!(p.put(i, POOL_FLOOR_BYTES, big).is_empty());
+        }
+        assert_eq!(p.put(3, POOL_FLOOR_BYTES, big), [0], "the oldest goes past the mark");
+        assert_eq!(Cap::Bytes(5).bytes(big), 5, "a set limit is kept as set");
     }
 }
