@@ -89,7 +89,7 @@ pub fn eval(outputs: &[&Array]) -> Result<()> {
                         run_node(&node)?;
                     }
                 }
-                Plan::Region(r) => run_region(r)?,
+                Plan::Region(r) => run_region(*r)?,
             }
         }
     } else {
@@ -164,8 +164,9 @@ fn run_node(node: &Node) -> Result<()> {
     run_with(node, |op, inputs| execute(node, op, inputs))
 }
 
-/// Runs a fused region in place of its root node. The members stay pending: nothing
-/// outside the region holds them, so they go when the root detaches. A region whose
+/// Runs a fused region in place of its root node. Exposed members (held outside the
+/// region) take their extra outputs; the others stay pending: nothing outside the region
+/// holds them, so they go when the root detaches. A region whose
 /// kernel fails (to build, mostly) runs unfused instead, with a log line.
 fn run_region(r: Region) -> Result<()> {
     let root = &r.root.0;
@@ -185,10 +186,25 @@ fn run_region(r: Region) -> Result<()> {
             None => Err(Error::Internal(format!("{} has no fuser but got a region", backend.name()))),
         };
         match fused {
-            Ok(b) => {
+            Ok(outs) if outs.len() == r.exposed.len() + 1 => {
+                let mut outs = outs.into_iter();
+                let main = outs.next().expect("one output at least");
+                // Members held outside get their values now (one another thread computed
+                // meanwhile keeps its own: `run_with` leaves a node that is not pending).
+                for (m, b) in r.exposed.iter().zip(outs) {
+                    run_with(&m.0, |_, _| Ok(b))?;
+                }
                 count_run(r.members.len() as u64 + 1);
                 fusion::count_region();
-                return Ok(b);
+                return Ok(main);
+            }
+            Ok(outs) => {
+                return Err(Error::Internal(format!(
+                    "{}: a fused region gave {} outputs for {}",
+                    backend.name(),
+                    outs.len(),
+                    r.exposed.len() + 1
+                )));
             }
             // Running the members one by one cannot help when memory, the device or the
             // process is the problem: say so at once.

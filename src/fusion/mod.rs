@@ -6,12 +6,16 @@
 //! towards its inputs, absorbing an input node only when
 //! - it is pending, elementwise, on the root's stream, of the root's shape (a region
 //!   computes every value once per output element; broadcast happens only at its inputs),
-//! - nothing outside the region holds it: no user handle, no consumer elsewhere, not built
-//!   in a transform's retaining scope (`grad` may read it later),
+//! - no node of this eval outside the region consumes it, and it was not built in a
+//!   transform's retaining scope (`grad` may read it later),
 //! - the backend's [`Fuser`] accepts it, and the region stays within [`Limits`].
 //!
 //! A node that fails any test is *written out*: it runs on its own (or roots its own region)
-//! and the region reads its buffer. Scalar constants (pending `Full` nodes of one element)
+//! and the region reads its buffer. A node that passes them but that something else still
+//! holds (a user handle, such as the temporaries of `a.mul(&b)?.exp()?.eval()` or a named
+//! intermediate; or a node not being evaluated) is absorbed all the same and written out
+//! by the region's kernel as an extra output ([`Program::extra_outputs`]): one pass, one
+//! more write, instead of a region boundary. Reduction regions take no extra outputs. Scalar constants (pending `Full` nodes of one element)
 //! are folded into the region as parameters, whoever else holds them.
 //!
 //! A region's [`Program`] is what a backend compiles: a list of SSA [`Step`]s over the
@@ -44,8 +48,9 @@ pub trait Fuser: Send + Sync {
     /// True if `op`, with inputs and output of these metas, may be a step of a region
     /// this backend runs (dtype support, mostly).
     fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool;
-    /// Runs the whole region; `inputs` follow [`Program::inputs`].
-    fn run(&self, stream: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Buffer>;
+    /// Runs the whole region; `inputs` follow [`Program::inputs`]. Returns the main
+    /// output, then one buffer per [`Program::extra_outputs`] value, in order.
+    fn run(&self, stream: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>>;
 }
 
 // 0 = not read yet, 1 = on, 2 = off. Read once from the environment, then only

@@ -13,12 +13,17 @@ use crate::stream::Stream;
 /// Bounds on a region, the one place they are set (each backend's [`Fuser`] gives its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Most distinct input buffers one region reads. The GPU binds each input, so this is
-    /// below the device's storage-buffer binding limit (output and parameters take two).
+    /// Most buffers one region binds besides its main output: distinct inputs plus extra
+    /// outputs. The GPU binds each, so this is below the device's storage-buffer binding
+    /// limit (the main output and the parameters take two).
     pub max_inputs: usize,
     /// Most primitives in one region: generated kernels grow with it, and so does their
     /// compile time (a 1000-op chain becomes a few kernels, not one huge one).
     pub max_steps: usize,
+    /// Whether one elementwise primitive that reads an input broadcast (`e / sum` over
+    /// rows) is a region on its own: worth it where generated kernels index broadcasts
+    /// better than the backend's own kernels do (the GPU's are unrolled for the rank).
+    pub lone_broadcasts: bool,
 }
 
 /// A region ready to run: its root node, the nodes it absorbed, its inputs and program.
@@ -27,6 +32,8 @@ pub(crate) struct Region {
     pub root: Array,
     /// The other nodes it computes, inputs before users (for the unfused fallback).
     pub members: Vec<Array>,
+    /// The members the kernel also writes out, in [`Program::extra_outputs`] order.
+    pub exposed: Vec<Array>,
     /// The arrays the program reads, in [`Program::inputs`] order.
     pub leaves: Vec<Array>,
     /// What the backend compiles.
@@ -37,15 +44,16 @@ pub(crate) struct Region {
 pub(crate) enum Plan {
     /// A node run on its own.
     Node(Weak<Node>),
-    /// A fused region.
-    Region(Region),
+    /// A fused region (boxed: it is far larger than a node's handle).
+    Region(Box<Region>),
 }
 
 /// Groups the pending nodes of `order` (inputs before users) into regions where their
 /// backends fuse; the result keeps the order's dependencies.
 pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
+    let consumers = consumers(&order);
     let mut taken: HashSet<*const Node> = HashSet::new();
-    let mut regions: HashMap<*const Node, Region> = HashMap::new();
+    let mut regions: HashMap<*const Node, Box<Region>> = HashMap::new();
     // Consumers come after their inputs: walking backwards grows each region from its
     // last consumer, so regions are as large as the rules allow.
     for w in order.iter().rev() {
@@ -55,7 +63,7 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
             continue;
         }
         let root = Array(node);
-        if let Some(region) = grow(&root) {
+        if let Some(region) = grow(&root, &consumers) {
             taken.insert(ptr);
             for m in &region.members {
                 taken.insert(m.ptr());
@@ -63,7 +71,7 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
             if debug() {
                 eprintln!("lazuli fusion: {} on {:?}\n{}", region.root.0.op_name, region.root.stream(), region.program);
             }
-            regions.insert(ptr, region);
+            regions.insert(ptr, Box::new(region));
         }
     }
     order
@@ -77,6 +85,22 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
             }
         })
         .collect()
+}
+
+/// For every node, how many input slots of the pending nodes of `order` name it: the
+/// consumers this eval runs (a node's other holders are user handles and nodes not being
+/// evaluated).
+fn consumers(order: &[Weak<Node>]) -> HashMap<*const Node, usize> {
+    let mut c: HashMap<*const Node, usize> = HashMap::with_capacity(order.len());
+    for w in order {
+        let Some(node) = w.upgrade() else { continue };
+        if let State::Pending { inputs, .. } = &*node.lock() {
+            for i in inputs {
+                *c.entry(i.ptr()).or_default() += 1;
+            }
+        }
+    }
+    c
 }
 
 /// The programs the next eval of `outputs` would run fused (with fusion on), without
@@ -119,7 +143,7 @@ fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
 }
 
 /// The region rooted at `root`, if it fuses more than the root alone.
-fn grow(root: &Array) -> Option<Region> {
+fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region> {
     let stream = root.stream();
     let fuser = fuser_for(&stream)?;
     let limits = fuser.limits();
@@ -142,6 +166,9 @@ fn grow(root: &Array) -> Option<Region> {
         shape,
         fuser,
         limits,
+        consumers,
+        exposes: reduction.is_none(),
+        exposed: HashSet::new(),
         members: HashMap::new(),
         refs: HashMap::new(),
         consts: HashMap::new(),
@@ -152,23 +179,33 @@ fn grow(root: &Array) -> Option<Region> {
     while let Some(p) = g.work.pop() {
         g.try_absorb(p);
     }
-    if g.refs.len() > g.limits.max_inputs {
+    if g.refs.len() + g.exposed.len() > g.limits.max_inputs {
         return None;
     }
     let absorbed = g.members.len() - 1 + g.consts.len();
     // A reduction needs a prologue to gain anything; an elementwise root gains from a
-    // folded constant too (one dispatch instead of two).
-    if absorbed == 0 || (reduction.is_some() && g.members.len() == 1) {
+    // folded constant too (one dispatch instead of two), or alone from reading an input
+    // broadcast where the backend says so.
+    let lone = g.limits.lone_broadcasts
+        && reduction.is_none()
+        && g.refs.values().any(|(_, a)| a.meta().numel() != 1 && a.meta().shape != g.shape);
+    if (absorbed == 0 && !lone) || (reduction.is_some() && g.members.len() == 1) {
         return None;
     }
     g.finish(root, reduction)
 }
 
-struct Growth {
+struct Growth<'a> {
     stream: Stream,
     shape: Vec<usize>,
     fuser: &'static dyn Fuser,
     limits: Limits,
+    /// [`consumers`] of the eval.
+    consumers: &'a HashMap<*const Node, usize>,
+    /// Whether members may be written out as extra outputs (not with a reduction).
+    exposes: bool,
+    /// Members something outside the region holds: written out as extra outputs.
+    exposed: HashSet<*const Node>,
     /// Absorbed nodes (the root included), with their primitive and inputs (one handle
     /// per input slot, counted when comparing with a node's references).
     members: HashMap<*const Node, (Array, Primitive, Vec<Array>)>,
@@ -180,7 +217,7 @@ struct Growth {
     work: Vec<*const Node>,
 }
 
-impl Growth {
+impl Growth<'_> {
     /// Records the inputs of member `m` as leaves or constants, and queues the leaves.
     fn add_inputs_of(&mut self, m: *const Node) {
         // A temporary copy (dropped before any reference count is compared).
@@ -200,14 +237,15 @@ impl Growth {
         }
     }
 
-    /// Buffers the region would read if `extra` inputs were added and one leaf absorbed.
-    fn leaves_after(&self, inputs: &[Array]) -> usize {
+    /// Buffers the region would bind (besides its main output) if one leaf were absorbed,
+    /// its `inputs` added, and `exposing` it as an extra output.
+    fn bindings_after(&self, inputs: &[Array], exposing: bool) -> usize {
         let new: HashSet<*const Node> = inputs
             .iter()
             .map(Array::ptr)
             .filter(|p| !self.members.contains_key(p) && !self.consts.contains_key(p) && !self.refs.contains_key(p))
             .collect();
-        self.refs.len() - 1 + new.len()
+        self.refs.len() - 1 + new.len() + self.exposed.len() + usize::from(exposing)
     }
 
     fn try_absorb(&mut self, p: *const Node) {
@@ -221,19 +259,25 @@ impl Growth {
             return;
         }
         // Held only by the `count` input slots of members naming it, our copies of those
-        // slots, our handle in `refs` and `a` just now: no user handle, no consumer outside
-        // the region (another region's leaf list or a node not being evaluated included).
-        if Arc::strong_count(&a.0) != 2 * count + 2 {
+        // slots, our handle in `refs` and `a` just now: nothing outside the region needs it.
+        // Otherwise it may still join as an extra output, if no node of this eval outside
+        // the region consumes it (such a node would run before the region, or feed it:
+        // another region's leaf list counts here too, through its member).
+        let held_outside = Arc::strong_count(&a.0) != 2 * count + 2;
+        if held_outside && (!self.exposes || self.consumers.get(&p) != Some(&count)) {
             return;
         }
         let Some((op, inputs)) = pending(&a) else { return };
         if Step::of(&op, &vec![0; inputs.len()]).is_none()
             || !accepted(self.fuser, &op, &inputs, a.meta())
-            || self.leaves_after(&inputs) > self.limits.max_inputs
+            || self.bindings_after(&inputs, held_outside) > self.limits.max_inputs
         {
             return;
         }
         self.refs.remove(&p);
+        if held_outside {
+            self.exposed.insert(p);
+        }
         self.members.insert(p, (a, op, inputs));
         self.add_inputs_of(p);
     }
@@ -246,6 +290,7 @@ impl Growth {
         let mut leaves: Vec<Array> = Vec::new();
         let mut metas = Vec::new();
         let mut order = Vec::new();
+        let (mut extra_outputs, mut exposed) = (Vec::new(), Vec::new());
         let mut result = usize::MAX;
         // Iterative post-order over members; leaves and constants become values as met.
         let mut stack = vec![(root.clone(), false)];
@@ -277,6 +322,10 @@ impl Growth {
                 values.insert(p, steps.len());
                 steps.push((Step::of(op, &args)?, a.dtype()));
                 if p != root.ptr() {
+                    if self.exposed.contains(&p) {
+                        extra_outputs.push(values[&p]);
+                        exposed.push(a.clone());
+                    }
                     order.push(a);
                 }
                 continue;
@@ -292,8 +341,15 @@ impl Growth {
         if reduction.is_none() {
             result = values[&root.ptr()];
         }
-        let program =
-            Program { shape: self.shape, inputs: metas, steps, result, reduction, output: root.meta().clone() };
-        Some(Region { root: root.clone(), members: order, leaves, program })
+        let program = Program {
+            shape: self.shape,
+            inputs: metas,
+            steps,
+            result,
+            reduction,
+            output: root.meta().clone(),
+            extra_outputs,
+        };
+        Some(Region { root: root.clone(), members: order, exposed, leaves, program })
     }
 }

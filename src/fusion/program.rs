@@ -45,8 +45,13 @@ pub struct Program {
     pub result: usize,
     /// When the region's root is a reduction: the last value is reduced by it.
     pub reduction: Option<Reduction>,
-    /// The one output: the result, or its reduction.
+    /// The main output: the result, or its reduction.
     pub output: Meta,
+    /// Values also written out, each as an output of [`Program::shape`] in its step's
+    /// dtype, after the main one: members something outside the region still holds (a
+    /// user handle, a node not being evaluated), so the region fuses through them instead
+    /// of stopping there. Empty when there is a reduction.
+    pub extra_outputs: Vec<usize>,
 }
 
 impl Program {
@@ -119,6 +124,9 @@ impl fmt::Display for Program {
             write!(f, "\n  out = {}(v{}, axes {:?})", r.op.name(), self.result, r.axes)?;
         } else {
             write!(f, "\n  out = v{}", self.result)?;
+        }
+        for (k, v) in self.extra_outputs.iter().enumerate() {
+            write!(f, "\n  out{} = v{v}", k + 1)?;
         }
         Ok(())
     }

@@ -31,7 +31,8 @@ fn chain_is_one_region() {
     }
 }
 
-/// A node a user still holds is written out, and its value is right.
+/// A node a user still holds joins the region and is written out as an extra output:
+/// one kernel, and both values right.
 #[test]
 fn held_intermediates_are_written_out() {
     for d in devices() {
@@ -40,9 +41,13 @@ fn held_intermediates_are_written_out() {
             let e = a.exp()?;
             let y = (&e + 1.0)?.sqrt()?;
             let progs = fusion::programs(&[&y]);
-            // `e` is held here, so the region starts after it.
-            assert!(progs.iter().all(|p| p.inputs.len() == 1 && p.primitives() == 3), "{progs:?}");
-            lazuli::eval(&[&y])?;
+            assert_eq!(progs.len(), 1, "{progs:?}");
+            let p = &progs[0];
+            assert_eq!((p.inputs.len(), p.primitives(), p.extra_outputs.len()), (1, 4, 1), "{p}");
+            assert!(matches!(p.steps[p.extra_outputs[0]].0, Step::Unary(lazuli::primitive::UnaryOp::Exp, _)), "{p}");
+            let before = fusion::regions_run_here();
+            fusion::with_enabled(true, || lazuli::eval(&[&y]))?;
+            assert_eq!(fusion::regions_run_here() - before, 1, "{d}");
             let ev = e.to_vec::<f32>()?;
             let want: Vec<f32> = [1.0f32, 2.0, 3.0].iter().map(|x| x.exp()).collect();
             for (g, w) in ev.iter().zip(&want) {
@@ -51,6 +56,63 @@ fn held_intermediates_are_written_out() {
             let yv = y.to_vec::<f32>()?;
             for (g, x) in yv.iter().zip(&want) {
                 assert!((g - (x + 1.0).sqrt()).abs() <= 1e-6 * g.abs());
+            }
+            lazuli::Result::Ok(())
+        });
+        _s.unwrap();
+    }
+}
+
+/// The temporaries of one expression (`a.mul(&b)?.exp()?.eval()`) live until the statement
+/// ends, so they are held while it evaluates: the chain still runs as one region, each
+/// temporary written out, every value right (also one a later node reads).
+#[test]
+fn chained_temporaries_fuse() {
+    for d in devices() {
+        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+            let x: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) / 300.0).collect();
+            let a = Array::from_slice(&x, &[1000])?;
+            let b = (&a * 0.5)?;
+            b.eval()?;
+            let before = fusion::regions_run_here();
+            let t = (&a * &b)?;
+            let later = t.sin()?;
+            fusion::with_enabled(true, || t.add(&a)?.exp()?.mul(0.5)?.tanh()?.eval())?;
+            assert_eq!(fusion::regions_run_here() - before, 1, "{d}: one region");
+            let want: Vec<f32> = x.iter().map(|v| v * (v * 0.5)).collect();
+            assert_eq!(t.to_vec::<f32>()?, want, "{d}: the held product is written out exactly");
+            let s = later.to_vec::<f32>()?;
+            for (g, w) in s.iter().zip(&want) {
+                assert!((g - w.sin()).abs() <= 1e-6, "{d}: {g} vs {}", w.sin());
+            }
+            lazuli::Result::Ok(())
+        });
+        _s.unwrap();
+    }
+}
+
+/// A value another node of the same eval reads outside the region (here a reduction that
+/// feeds the region back) cannot be an extra output: the region starts after it, and the
+/// result is right.
+#[test]
+fn values_consumed_outside_are_not_exposed() {
+    for d in devices() {
+        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+            let x: Vec<f32> = (0..512).map(|i| (i % 17) as f32 / 7.0).collect();
+            let a = Array::from_slice(&x, &[2, 256])?;
+            let e = a.exp()?;
+            let y = (&(&e * 2.0)? / &e.sum(&[1], true)?)?;
+            drop(e);
+            let progs = fusion::programs(&[&y]);
+            assert!(progs.iter().all(|p| p.extra_outputs.is_empty()), "{progs:?}");
+            let got = y.to_vec::<f32>()?;
+            for r in 0..2 {
+                let row = &x[r * 256..(r + 1) * 256];
+                let s: f64 = row.iter().map(|v| (*v as f64).exp()).sum();
+                for (c, v) in row.iter().enumerate() {
+                    let w = 2.0 * (*v as f64).exp() / s;
+                    assert!((got[r * 256 + c] as f64 - w).abs() <= 1e-5 * w, "{d}");
+                }
             }
             lazuli::Result::Ok(())
         });
@@ -201,6 +263,7 @@ fn generated_kernels_validate() {
         result: 5,
         reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![1] }),
         output: meta(&[96, 1]),
+        extra_outputs: vec![],
     };
     for axes in [vec![1], vec![0], vec![0, 1]] {
         let p = fusion::Program {
@@ -209,14 +272,19 @@ fn generated_kernels_validate() {
         };
         crate::shaders_naga::validate_all_targets("fused reduction", &lazuli::backend::gpu::fused_source(&p).unwrap());
     }
+    // `x` is held here, so regions reading it write it out too: kernels with extra
+    // outputs are among those validated.
+    let mut extra = 0;
     for y in &cases {
         for p in fusion::programs(&[y]) {
             let src = lazuli::backend::gpu::fused_source(&p).unwrap();
             crate::shaders_naga::validate_all_targets("fused", &src);
             n += 1;
+            extra += p.extra_outputs.len();
         }
     }
     assert!(n >= cases.len());
+    assert!(extra > 0, "some kernel has extra outputs");
 }
 
 /// Reductions with an elementwise prologue are one kernel on the GPU (rows long enough,
@@ -262,5 +330,31 @@ fn reductions_with_prologues_agree() {
             let tol = 1e-5 * c.abs().max(1.0);
             assert!((p - q).abs() <= tol && (q - c).abs() <= tol, "{what}: unfused {p}, fused {q}, cpu {c}");
         }
+    }
+}
+
+/// On the GPU one elementwise op reading an input broadcast (`x / row_sums`) runs as a
+/// generated kernel of its own (its strided reads unrolled for the rank), with the values
+/// of the CPU; the CPU keeps its own kernel for it.
+#[test]
+fn lone_broadcasts_run_generated_on_the_gpu() {
+    let x: Vec<f32> = (0..3 * 5 * 7).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let s: Vec<f32> = (0..3 * 7).map(|i| 1.0 + i as f32).collect();
+    let want: Vec<f32> = (0..x.len()).map(|i| x[i] / s[(i / 35) * 7 + i % 7]).collect();
+    for d in devices() {
+        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+            let a = Array::from_slice(&x, &[3, 5, 7])?;
+            let b = Array::from_slice(&s, &[3, 1, 7])?;
+            let y = (&a / &b)?;
+            let progs = fusion::programs(&[&y]);
+            let gpu = d != lazuli::Device::cpu();
+            assert_eq!(progs.len(), usize::from(gpu), "{d}: {progs:?}");
+            // Within an ulp: drivers may divide through a reciprocal.
+            for (g, w) in y.to_vec::<f32>()?.iter().zip(&want) {
+                assert!((g - w).abs() <= 1.2e-7 * w.abs(), "{d}: {g} vs {w}");
+            }
+            lazuli::Result::Ok(())
+        });
+        _s.unwrap();
     }
 }

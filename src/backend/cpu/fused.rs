@@ -33,7 +33,7 @@ pub(crate) struct CpuFuser;
 impl Fuser for CpuFuser {
     fn limits(&self) -> Limits {
         // No binding limit on the CPU; the step bound keeps programs' chunk sets small.
-        Limits { max_inputs: 16, max_steps: 64 }
+        Limits { max_inputs: 16, max_steps: 64, lone_broadcasts: false }
     }
 
     fn accepts(&self, op: &Primitive, _inputs: &[&Meta], _output: &Meta) -> bool {
@@ -58,46 +58,96 @@ impl Fuser for CpuFuser {
         }
     }
 
-    fn run(&self, _stream: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Buffer> {
+    fn run(&self, _stream: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>> {
         if program.reduction.is_some() {
             return Err(Error::unsupported("cpu", "fused reductions"));
         }
         let ins: Vec<&CpuData> = inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?;
-        let out_bytes = crate::shape::check_size("fused", &program.output.shape, program.output.dtype)?;
-        crate::memory::CPU
-            .check(|| format!("cpu: a fused region of shape {:?}", program.output.shape), out_bytes as u64)?;
-        super::probe_bytes(out_bytes, || format!("cpu: a fused region of shape {:?}", program.output.shape))?;
+        let what = || format!("cpu: a fused region of shape {:?}", program.output.shape);
+        let mut out_bytes = crate::shape::check_size("fused", &program.output.shape, program.output.dtype)?;
+        for &v in &program.extra_outputs {
+            out_bytes += crate::shape::check_size("fused", &program.shape, program.steps[v].1)?;
+        }
+        crate::memory::CPU.check(what, out_bytes as u64)?;
+        super::probe_bytes(out_bytes, what)?;
         let cx = Ctx::new(program, ins)?;
-        let mut out = CpuData::filled(program.output.dtype, program.output.numel(), 0.0);
+        let n = program.output.numel();
+        let mut out = CpuData::filled(program.output.dtype, n, 0.0);
+        let mut extras: Vec<CpuData> =
+            program.extra_outputs.iter().map(|&v| CpuData::filled(program.steps[v].1, n, 0.0)).collect();
+        // Each extra output cut into the same tasks as the main one.
+        let task = CHUNK * TASK_CHUNKS;
+        let mut tasks: Vec<Vec<Dst<'_>>> = (0..n.div_ceil(task)).map(|_| Vec::new()).collect();
+        for e in &mut extras {
+            for (t, d) in tasks.iter_mut().zip(split(e, task)) {
+                t.push(d);
+            }
+        }
         match &mut out {
-            CpuData::Bool(v) => drive(v, |s| Dst::Bool(s), &cx),
-            CpuData::U32(v) => drive(v, |s| Dst::U32(s), &cx),
-            CpuData::I32(v) => drive(v, |s| Dst::I32(s), &cx),
-            CpuData::I64(v) => drive(v, |s| Dst::I64(s), &cx),
-            CpuData::F16(v) => drive(v, |s| Dst::F16(s), &cx),
-            CpuData::BF16(v) => drive(v, |s| Dst::BF16(s), &cx),
-            CpuData::F32(v) => drive(v, |s| Dst::F32(s), &cx),
-            CpuData::F64(v) => drive(v, |s| Dst::F64(s), &cx),
+            CpuData::Bool(v) => drive(v, |s| Dst::Bool(s), &cx, tasks),
+            CpuData::U32(v) => drive(v, |s| Dst::U32(s), &cx, tasks),
+            CpuData::I32(v) => drive(v, |s| Dst::I32(s), &cx, tasks),
+            CpuData::I64(v) => drive(v, |s| Dst::I64(s), &cx, tasks),
+            CpuData::F16(v) => drive(v, |s| Dst::F16(s), &cx, tasks),
+            CpuData::BF16(v) => drive(v, |s| Dst::BF16(s), &cx, tasks),
+            CpuData::F32(v) => drive(v, |s| Dst::F32(s), &cx, tasks),
+            CpuData::F64(v) => drive(v, |s| Dst::F64(s), &cx, tasks),
         }?;
-        Ok(wrap(out))
+        Ok(std::iter::once(out).chain(extras).map(wrap).collect())
     }
 }
 
 /// Runs the program over `out` in tasks of [`TASK_CHUNKS`] chunks (on threads from
-/// [`PAR_MIN`] elements), each with its own scratch.
-fn drive<T: Send>(out: &mut [T], wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>, cx: &Ctx<'_>) -> Result<()> {
+/// [`PAR_MIN`] elements), each with its own scratch; `extras` holds each task's slices
+/// of the extra outputs.
+fn drive<T: Send>(
+    out: &mut [T],
+    wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>,
+    cx: &Ctx<'_>,
+    extras: Vec<Vec<Dst<'_>>>,
+) -> Result<()> {
     let task = CHUNK * TASK_CHUNKS;
-    let run = |(t, o): (usize, &mut [T])| -> Result<()> {
+    let run = |(t, (o, mut ex)): (usize, (&mut [T], Vec<Dst<'_>>))| -> Result<()> {
         let mut scratch = cx.scratch();
         for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
-            cx.chunk(t * task + c * CHUNK, oc.len(), &mut scratch, wrap(oc))?;
+            let len = oc.len();
+            let mut parts: Vec<Dst<'_>> = ex.iter_mut().map(|d| sub(d, c * CHUNK, len)).collect();
+            cx.chunk(t * task + c * CHUNK, len, &mut scratch, wrap(oc), &mut parts)?;
         }
         Ok(())
     };
     if out.len() >= PAR_MIN {
-        out.par_chunks_mut(task).enumerate().try_for_each(run)
+        out.par_chunks_mut(task).zip(extras).enumerate().try_for_each(run)
     } else {
-        out.chunks_mut(task).enumerate().try_for_each(run)
+        out.chunks_mut(task).zip(extras).enumerate().try_for_each(run)
+    }
+}
+
+/// `d` cut into slices of `size` elements.
+fn split(d: &mut CpuData, size: usize) -> Vec<Dst<'_>> {
+    match d {
+        CpuData::Bool(v) => v.chunks_mut(size).map(Dst::Bool).collect(),
+        CpuData::U32(v) => v.chunks_mut(size).map(Dst::U32).collect(),
+        CpuData::I32(v) => v.chunks_mut(size).map(Dst::I32).collect(),
+        CpuData::I64(v) => v.chunks_mut(size).map(Dst::I64).collect(),
+        CpuData::F16(v) => v.chunks_mut(size).map(Dst::F16).collect(),
+        CpuData::BF16(v) => v.chunks_mut(size).map(Dst::BF16).collect(),
+        CpuData::F32(v) => v.chunks_mut(size).map(Dst::F32).collect(),
+        CpuData::F64(v) => v.chunks_mut(size).map(Dst::F64).collect(),
+    }
+}
+
+/// Elements `from..from + len` of `d`.
+fn sub<'b>(d: &'b mut Dst<'_>, from: usize, len: usize) -> Dst<'b> {
+    match d {
+        Dst::Bool(v) => Dst::Bool(&mut v[from..from + len]),
+        Dst::U32(v) => Dst::U32(&mut v[from..from + len]),
+        Dst::I32(v) => Dst::I32(&mut v[from..from + len]),
+        Dst::I64(v) => Dst::I64(&mut v[from..from + len]),
+        Dst::F16(v) => Dst::F16(&mut v[from..from + len]),
+        Dst::BF16(v) => Dst::BF16(&mut v[from..from + len]),
+        Dst::F32(v) => Dst::F32(&mut v[from..from + len]),
+        Dst::F64(v) => Dst::F64(&mut v[from..from + len]),
     }
 }
 
@@ -257,8 +307,16 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
-    /// Output elements `start..start + len` into `out`.
-    fn chunk(&self, start: usize, len: usize, scratch: &mut [CpuData], out: Dst<'_>) -> Result<()> {
+    /// Output elements `start..start + len` into `out`, and into `extras` the values of
+    /// [`Program::extra_outputs`].
+    fn chunk(
+        &self,
+        start: usize,
+        len: usize,
+        scratch: &mut [CpuData],
+        out: Dst<'_>,
+        extras: &mut Vec<Dst<'_>>,
+    ) -> Result<()> {
         let mut out = Some(out);
         for (i, &(step, _)) in self.p.steps.iter().enumerate() {
             let (done, rest) = scratch.split_at_mut(i);
@@ -304,6 +362,9 @@ impl<'a> Ctx<'a> {
                 }
                 Step::Cast(a) => cast(&view(a), self.p.steps[i].1, target)?,
             }
+        }
+        for (&v, d) in self.p.extra_outputs.iter().zip(extras.drain(..)) {
+            copy_out(&self.view(v, scratch, start, len), d)?;
         }
         match out {
             // The result lives elsewhere (an input, a scalar, or read by a later step).

@@ -47,7 +47,7 @@ impl Fuser for GpuFuser {
     fn limits(&self) -> Limits {
         // Parameters and output take two bindings.
         let device = context().map(|c| c.limits.max_storage_buffers_per_shader_stage as usize).unwrap_or(0);
-        Limits { max_inputs: MAX_FUSED_INPUTS.min(device.saturating_sub(2)), max_steps: 48 }
+        Limits { max_inputs: MAX_FUSED_INPUTS.min(device.saturating_sub(2)), max_steps: 48, lone_broadcasts: true }
     }
 
     fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool {
@@ -81,7 +81,7 @@ impl Fuser for GpuFuser {
         }
     }
 
-    fn run(&self, s: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Buffer> {
+    fn run(&self, s: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>> {
         let ctx = context()?;
         ctx.check()?;
         let body = source(program)?;
@@ -89,15 +89,25 @@ impl Fuser for GpuFuser {
         let n = program.output.numel();
         let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
         let out = alloc(s, program.output.dtype, n)?;
+        let extras: Vec<GpuBuffer> = program
+            .extra_outputs
+            .iter()
+            .map(|&v| alloc(s, program.steps[v].1, numel(&program.shape)))
+            .collect::<Result<_>>()?;
         let mut bindings: Vec<(u32, &GpuBuffer)> = ins.iter().enumerate().map(|(k, b)| (1 + k as u32, *b)).collect();
         bindings.push((1 + ins.len() as u32, &out));
+        for (j, e) in extras.iter().enumerate() {
+            bindings.push((2 + (ins.len() + j) as u32, e));
+        }
         match &program.reduction {
             // One workgroup of 256 threads per output.
             Some(_) => dispatch(ctx, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
             None => dispatch_1d(ctx, &pipeline, &params(program)?, &bindings, n)?,
         }
         super::announce_ready()?;
-        Ok(std::sync::Arc::new(out))
+        let mut outs: Vec<Buffer> = vec![std::sync::Arc::new(out)];
+        outs.extend(extras.into_iter().map(|e| std::sync::Arc::new(e) as Buffer));
+        Ok(outs)
     }
 }
 
@@ -149,18 +159,53 @@ pub(crate) fn source(p: &Program) -> Result<String> {
         p.inputs.len() + 1,
         wgsl_type(p.output.dtype)?
     );
+    if p.reduction.is_some() && !p.extra_outputs.is_empty() {
+        return Err(Error::Internal("a fused reduction with extra outputs".into()));
+    }
+    for (j, &v) in p.extra_outputs.iter().enumerate() {
+        let ty = wgsl_type(p.steps.get(v).ok_or_else(|| Error::Internal(format!("extra output v{v}")))?.1)?;
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({}) var<storage, read_write> OUT{}: array<{ty}>;",
+            p.inputs.len() + 2 + j,
+            j + 1
+        );
+    }
     match &p.reduction {
         None => {
             let n = p.output.numel();
             s.push_str(
                 "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
             );
+            // Strided inputs share the output element's coordinates over the merged axes,
+            // computed once, unrolled for the rank (a loop over arrays copied out of `P`
+            // spills to local memory: `x - max` over rows ran at a fraction of bandwidth).
+            let rank = if (0..p.inputs.len()).any(|k| read_of(&p.inputs[k], n) == Read::Strided) {
+                let rank = layout(p).0.len();
+                let _ = writeln!(s, "    var q = i;");
+                for d in (0..rank).rev() {
+                    if d == 0 {
+                        let _ = writeln!(s, "    let c0 = q;");
+                    } else {
+                        let _ = writeln!(s, "    let c{d} = q % P.shape[{d}];\n    q = q / P.shape[{d}];");
+                    }
+                }
+                rank
+            } else {
+                0
+            };
             let read = |k: usize| match read_of(&p.inputs[k], n) {
                 Read::Flat => format!("IN{k}[i]"),
                 Read::Scalar => format!("IN{k}[0]"),
-                Read::Strided => format!("IN{k}[u32(strided_offset(i, P.rank, P.shape, P.strides[{k}]))]"),
+                Read::Strided => {
+                    let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
+                    format!("IN{k}[u32({})]", terms.join(" + "))
+                }
             };
             steps(&mut s, p, "    ", read)?;
+            for (j, v) in p.extra_outputs.iter().enumerate() {
+                let _ = writeln!(s, "    OUT{}[i] = v{v};", j + 1);
+            }
             let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
         }
         Some(r) => {
@@ -266,11 +311,18 @@ fn const_table(p: &Program) -> Result<Vec<u32>> {
     Ok(t)
 }
 
+/// The program's shape with axes merged where every input allows, and each input's
+/// broadcast strides over it: what strided reads index (the kernel's unrolled rank and
+/// its parameters must agree, so both come from here).
+fn layout(p: &Program) -> (Vec<usize>, Vec<Vec<isize>>) {
+    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+    merge_axes(&p.shape, &strides)
+}
+
 /// Output size, merged shape, each strided input's broadcast strides and the constants.
 fn params(p: &Program) -> Result<FusedParams> {
     let n = p.output.numel();
-    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
-    let (shape, strides) = merge_axes(&p.shape, &strides);
+    let (shape, strides) = layout(p);
     let mut w = FusedParams { n: u32_param("fused", n)?, ..Default::default() };
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
