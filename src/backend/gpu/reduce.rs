@@ -4,7 +4,8 @@
 //! after another, from the last. A run is `[outer, len, inner]`: contiguous long rows
 //! (inner 1) get a workgroup each (tree reduction, 16-byte loads where rows are whole
 //! vectors), everything else one thread per output walking `len` (neighbouring threads
-//! read neighbouring columns). Arg-reductions and scans of long contiguous rows also get
+//! read neighbouring columns); too few such outputs to fill the device (a sum over the
+//! rows of a wide matrix) first reduce slices of `len` into partials, then the partials. Arg-reductions and scans of long contiguous rows also get
 //! a workgroup per row (parallel along the row); other lines a thread each.
 
 use super::buffer::{GpuBuffer, alloc};
@@ -25,6 +26,23 @@ use crate::stream::Stream;
 const WG_ROW_MIN: usize = 256;
 /// Longest stretch of a row one workgroup reduces (64 elements per thread).
 const SEGMENT: usize = 256 * 64;
+/// Threads a line reduction should have at least: an H200 keeps about 270K resident. With
+/// one thread per output, a sum over axis 0 of a 32768x8192 matrix ran 8192 threads and
+/// moved 85 GB/s.
+const LINES_MIN_THREADS: usize = 1 << 17;
+/// Shortest slice of a line one thread reduces when lines are split.
+const LINES_MIN_SLICE: usize = 32;
+
+/// Into how many slices to cut lines of `len` when there are only `n_out` of them: the
+/// largest divisor of `len` that brings the threads to [`LINES_MIN_THREADS`] with slices of
+/// at least [`LINES_MIN_SLICE`]; `None` when enough threads run already (or no divisor helps).
+fn line_slices(n_out: usize, len: usize) -> Option<usize> {
+    if n_out >= LINES_MIN_THREADS {
+        return None;
+    }
+    let most = LINES_MIN_THREADS.div_ceil(n_out).min(len / LINES_MIN_SLICE);
+    (2..=most).rev().find(|c| len.is_multiple_of(*c))
+}
 
 /// Parameters of the kernels that walk `n` lines of `len` elements, `inner` apart.
 fn lines(op: &str, n: usize, len: usize, inner: usize) -> Result<ReduceParams> {
@@ -114,6 +132,11 @@ fn reduce_passes(
                 let r = reduce_passes(s, op, &parts, &[n_out, segs], &[1], widen)?;
                 super::encoder::copy(&r, &out, out.bytes)?;
             }
+        } else if let Some(c) = line_slices(n_out, len) {
+            // Partials of `c` slices per line, then the partials (in f32 when widening).
+            let parts = reduce_passes(s, op, src, &[outer, c, len / c, inner], &[2], widen)?;
+            let r = reduce_passes(s, op, &parts, &[outer, c, inner], &[1], widen)?;
+            super::encoder::copy(&r, &out, out.bytes)?;
         } else {
             let entry = if acc { "reduce_lines_acc" } else { "reduce_lines" };
             let p = pipeline(ctx, Kernel::Reduce, src.dtype, entry, &[("ROP", code)])?;
@@ -178,4 +201,19 @@ pub(crate) fn scan(
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
     dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], n_lines)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LINES_MIN_SLICE, LINES_MIN_THREADS, line_slices};
+
+    #[test]
+    fn few_long_lines_are_sliced() {
+        // 8192 columns of 32768: 16 slices of 2048 make 2^17 threads.
+        assert_eq!(line_slices(8192, 32768), Some(16));
+        assert_eq!(line_slices(LINES_MIN_THREADS, 1 << 20), None, "enough threads already");
+        assert_eq!(line_slices(10, 997), None, "a prime length has no slices");
+        assert_eq!(line_slices(1000, 3 * LINES_MIN_SLICE), Some(3), "slices stay long enough");
+        assert_eq!(line_slices(4, 40), None, "too short to slice");
+    }
 }
