@@ -169,6 +169,19 @@ pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
     fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
         bytes.chunks_exact(Self::DTYPE.size()).map(Self::read_bytes).collect()
     }
+    /// [`Element::slice_to_bytes`] without the copy where `values` already are those bytes
+    /// (the crate's own types).
+    fn slice_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Owned(Self::slice_to_bytes(values))
+    }
+    /// `n` values whose host bytes `fill` writes ([`Element::vec_from_bytes`] of them):
+    /// the crate's own types let `fill` write the vector's memory, so a read-back copies
+    /// once.
+    fn vec_filled(n: usize, fill: &mut dyn FnMut(&mut [u8]) -> crate::Result<()>) -> crate::Result<Vec<Self>> {
+        let mut bytes = vec![0u8; n * Self::DTYPE.size()];
+        fill(&mut bytes)?;
+        Ok(Self::vec_from_bytes(&bytes))
+    }
 }
 
 macro_rules! pod_element {
@@ -195,6 +208,14 @@ macro_rules! pod_element {
             fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
                 // Copies into a vector aligned for `Self` (`bytes` may not be).
                 bytemuck::pod_collect_to_vec(bytes)
+            }
+            fn slice_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
+                std::borrow::Cow::Borrowed(bytemuck::cast_slice(values))
+            }
+            fn vec_filled(n: usize, fill: &mut dyn FnMut(&mut [u8]) -> crate::Result<()>) -> crate::Result<Vec<Self>> {
+                let mut v: Vec<Self> = bytemuck::zeroed_vec(n);
+                fill(bytemuck::cast_slice_mut(&mut v))?;
+                Ok(v)
             }
         }
     };
@@ -245,6 +266,9 @@ impl Element for bool {
     fn vec_from_bytes(bytes: &[u8]) -> Vec<Self> {
         // Not a cast: a byte other than 0 or 1 is no valid bool.
         bytes.iter().map(|&b| b != 0).collect()
+    }
+    fn slice_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(bytemuck::cast_slice(values))
     }
 }
 

@@ -57,6 +57,21 @@ pub trait Backend: Send + Sync + 'static {
     /// Host bytes of a buffer made by this backend, in the same layout as `upload`,
     /// waiting for pending work that writes it.
     fn download(&self, buffer: &Buffer) -> Result<Vec<u8>>;
+    /// [`Backend::download`] into `out` (exactly the buffer's host bytes long): a backend
+    /// that can write there directly saves the read-back a copy (the GPU does).
+    fn download_into(&self, buffer: &Buffer, out: &mut [u8]) -> Result<()> {
+        let bytes = self.download(buffer)?;
+        if bytes.len() != out.len() {
+            return Err(Error::Internal(format!(
+                "{}: download_into got room for {} bytes, the buffer holds {}",
+                self.name(),
+                out.len(),
+                bytes.len()
+            )));
+        }
+        out.copy_from_slice(&bytes);
+        Ok(())
+    }
     /// Runs one primitive on `stream`, returning one buffer per entry of `outputs` (the
     /// shapes and dtypes [`crate::primitive::Rules::infer`] gave). Outputs may still be
     /// in flight (GPU); `download` and `synchronize` wait for them. Never called with an

@@ -20,8 +20,8 @@ impl Array {
     /// For the crate's element types (`f32, f64, f16, bf16, i32, u32, i64, bool`) the vector
     /// becomes the CPU buffer as it is, with no copy (its spare capacity stays allocated
     /// until the array's data is dropped); an `Element` implemented outside the crate is
-    /// copied once. Ops on other devices copy the data when they run, as for
-    /// [`Array::from_slice`].
+    /// copied once. Made under a GPU stream, the data is uploaded at once and the vector
+    /// dropped, as [`Array::from_slice`] does.
     ///
     /// ```
     /// let a = lazuli::Array::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3])?;
@@ -29,6 +29,9 @@ impl Array {
     /// # Ok::<(), lazuli::Error>(())
     /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        if let Some(a) = Self::upload_now("from_vec", &data, shape)? {
+            return Ok(a);
+        }
         Self::from_host_vec("from_vec", data, shape)
     }
 

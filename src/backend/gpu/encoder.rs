@@ -134,6 +134,9 @@ fn submit_locked(ctx: &Context, b: &mut Batch) -> Result<()> {
 /// Waits (bounded) for a submission, or until `done()` holds after a poll. Timeouts and
 /// device loss come back as `Err(Error::Gpu)`.
 pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -> bool) -> Result<()> {
+    if spin(ctx, idx, &done)? {
+        return Ok(());
+    }
     let deadline = Instant::now() + timeout();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -160,6 +163,42 @@ pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -
             return Ok(());
         }
     }
+}
+
+/// How long [`wait`] checks without blocking before it sleeps in the driver: a blocking
+/// wait costs a thread wake-up after the GPU finishes, which short work (a tiny op read
+/// back) does not need to pay. Not on software adapters, whose work runs on the cores a
+/// spinning thread would take.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// Checks (without blocking, for at most [`SPIN`]) whether submission `idx` is done or
+/// `done()` holds; true if so.
+fn spin(ctx: &Context, idx: &wgpu::SubmissionIndex, done: &impl Fn() -> bool) -> Result<bool> {
+    if ctx.info.device_type == wgpu::DeviceType::Cpu {
+        return Ok(false);
+    }
+    let until = Instant::now() + SPIN;
+    while Instant::now() < until {
+        let polled = {
+            let _g = poll_lock();
+            let check = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(Duration::ZERO) };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(check)))
+                .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
+        };
+        match polled {
+            Ok(_) => {
+                ctx.check()?;
+                return Ok(true);
+            }
+            Err(wgpu::PollError::Timeout) => {}
+            Err(e) => return Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
+        }
+        if done() {
+            return Ok(true);
+        }
+        std::hint::spin_loop();
+    }
+    Ok(false)
 }
 
 /// The error for a wait past [`timeout`], which also marks the device lost: the work is

@@ -46,6 +46,7 @@ mod random;
 mod readback;
 mod reduce;
 mod shader;
+mod upload;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -90,7 +91,7 @@ pub fn adapter_summary() -> Result<String> {
 /// Idle bytes the GPU keeps for reuse (storage pool and read-back buffers), for
 /// [`crate::memory::cache`].
 pub(crate) fn cached_bytes() -> u64 {
-    buffer::pooled_bytes() + readback::staging_bytes()
+    buffer::pooled_bytes() + readback::staging_bytes() + upload::ring_bytes()
 }
 
 /// Sets the storage pool's cap; the previous cap (for [`crate::memory::set_cache_limit`]).
@@ -108,6 +109,7 @@ pub(crate) fn set_cache_limit(bytes: u64) -> Result<u64> {
 pub(crate) fn clear_cache() -> Result<()> {
     buffer::clear_pool();
     readback::clear_staging();
+    upload::clear_ring();
     Ok(())
 }
 
@@ -116,6 +118,11 @@ pub(crate) fn clear_cache() -> Result<()> {
 /// a host array read by many GPU ops is uploaded once.
 pub fn uploads() -> u64 {
     readback::UPLOADS.load(Ordering::Relaxed)
+}
+
+/// [`uploads`] made by this thread's evals only: exact where other threads upload too.
+pub fn uploads_here() -> u64 {
+    readback::UPLOADS_HERE.with(std::cell::Cell::get)
 }
 
 /// True when `gpu(0)` is a software rasteriser (lavapipe, WARP...): slow, for tests.
@@ -164,7 +171,14 @@ impl Backend for GpuBackend {
 
     fn download(&self, buffer: &Buffer) -> Result<Vec<u8>> {
         let b = gpu_buf(buffer)?;
-        readback::download(b, b.dtype, b.len)
+        let mut out = vec![0u8; b.len * b.dtype.size()];
+        readback::download_into(b, b.dtype, b.len, &mut out)?;
+        Ok(out)
+    }
+
+    fn download_into(&self, buffer: &Buffer, out: &mut [u8]) -> Result<()> {
+        let b = gpu_buf(buffer)?;
+        readback::download_into(b, b.dtype, b.len, out)
     }
 
     fn run(&self, stream: &Stream, op: &Primitive, inputs: &[Input<'_>], outs: &[Meta]) -> Result<Vec<Buffer>> {

@@ -20,21 +20,34 @@ const STALE: u8 = 3;
 /// Uploads of host data so far (see [`super::uploads`]).
 pub(crate) static UPLOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+thread_local! {
+    /// This thread's share of [`UPLOADS`] (see [`super::uploads_here`]).
+    pub(crate) static UPLOADS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// A device buffer holding host bytes of `dtype`.
 pub(crate) fn upload(stream: &Stream, dtype: DType, bytes: &[u8]) -> Result<GpuBuffer> {
     UPLOADS.fetch_add(1, Ordering::Relaxed);
+    UPLOADS_HERE.with(|c| c.set(c.get() + 1));
     let len = bytes.len() / dtype.size();
     if dtype == DType::Bool {
         let words: Vec<u32> = bytes.iter().map(|&b| (b != 0) as u32).collect();
         return create_with_data(stream, dtype, len, bytemuck::cast_slice(&words));
     }
+    if bytes.len() as u64 >= super::upload::RING_MIN {
+        return super::upload::through_ring(stream, dtype, len, bytes);
+    }
     create_with_data(stream, dtype, len, bytes)
 }
 
-/// Host bytes of the first `len` elements of `buf`, after the work that writes it.
-pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<u8>> {
+/// Host bytes of the first `len` elements of `buf` into `out` (exactly that long), after
+/// the work that writes it: one copy, out of the mapped read-back buffer.
+pub(crate) fn download_into(buf: &GpuBuffer, dtype: DType, len: usize, out: &mut [u8]) -> Result<()> {
+    if out.len() != len * dtype.size() {
+        return Err(Error::Internal(format!("read-back of {len} x {dtype} into {} bytes", out.len())));
+    }
     if len == 0 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let ctx = context()?;
     ctx.check_lost()?;
@@ -43,52 +56,74 @@ pub(crate) fn download(buf: &GpuBuffer, dtype: DType, len: usize) -> Result<Vec<
     let staging = Staging::take(ctx, size)?;
     encoder::record("read-back copy", |enc| enc.copy_buffer_to_buffer(buf.raw(), 0, &staging.0, 0, size))?;
     let idx = encoder::flush()?.ok_or_else(|| Error::Gpu("read-back: nothing was submitted".into()))?;
-    let state = Arc::new(AtomicU8::new(PENDING));
+    let state = map(&staging.0.slice(..size), wgpu::MapMode::Read);
+    wait_mapped(ctx, &idx, &state, "a read-back")?;
     {
-        let state = state.clone();
-        // Runs on whichever thread polls, possibly during exit: only check and signal.
-        // Evaluated data outlives the stream that computed it (a closed stream or
-        // `shutdown()` does not make it unreadable); only process exit does.
-        staging.0.slice(..size).map_async(wgpu::MapMode::Read, move |r| {
-            let s = if registry().is_exiting() {
-                STALE
-            } else if r.is_ok() {
-                MAPPED
-            } else {
-                FAILED
-            };
-            state.store(s, Ordering::Release);
-        });
+        let view = staging.0.slice(..size).get_mapped_range().map_err(|e| Error::Gpu(format!("read-back: {e}")))?;
+        let data = &view[..bytes as usize];
+        if dtype == DType::Bool {
+            for (o, w) in out.iter_mut().zip(data.chunks_exact(4)) {
+                *o = (u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 0) as u8;
+            }
+        } else {
+            out.copy_from_slice(data);
+        }
     }
-    let done = || state.load(Ordering::Acquire) != PENDING;
-    encoder::wait(ctx, &idx, done)?;
+    staging.0.unmap();
+    staging.give_back();
+    Ok(())
+}
+
+/// Starts mapping `slice`; the returned state leaves `PENDING` once the map callback ran.
+pub(super) fn map(slice: &wgpu::BufferSlice<'_>, mode: wgpu::MapMode) -> Arc<AtomicU8> {
+    let state = Arc::new(AtomicU8::new(PENDING));
+    let signal = state.clone();
+    // Runs on whichever thread polls, possibly during exit: only check and signal.
+    // Evaluated data outlives the stream that computed it (a closed stream or
+    // `shutdown()` does not make it unreadable); only process exit does.
+    slice.map_async(mode, move |r| {
+        let s = if registry().is_exiting() {
+            STALE
+        } else if r.is_ok() {
+            MAPPED
+        } else {
+            FAILED
+        };
+        signal.store(s, Ordering::Release);
+    });
+    state
+}
+
+/// True once a [`map`] callback ran.
+pub(super) fn map_settled(state: &AtomicU8) -> bool {
+    state.load(Ordering::Acquire) != PENDING
+}
+
+/// Waits (bounded) until submission `idx` is done and a [`map`] started before it has
+/// settled; `Err` unless the buffer is mapped (`what` names the transfer).
+pub(super) fn wait_mapped(
+    ctx: &super::context::Context,
+    idx: &wgpu::SubmissionIndex,
+    state: &AtomicU8,
+    what: &str,
+) -> Result<()> {
+    let done = || map_settled(state);
+    encoder::wait(ctx, idx, done)?;
     // The map callback runs in a poll after the submission completes; poll until it has.
     let deadline = Instant::now() + encoder::timeout();
     while !done() {
         if Instant::now() > deadline {
-            return Err(encoder::timed_out(ctx, "a read-back"));
+            return Err(encoder::timed_out(ctx, what));
         }
         encoder::poll_once(ctx);
         ctx.check()?;
         std::thread::sleep(Duration::from_micros(50));
     }
     match state.load(Ordering::Acquire) {
-        MAPPED => {}
-        STALE => return Err(Error::ShutDown),
-        _ => return Err(Error::Gpu(format!("{}: mapping the read-back buffer failed", ctx.description))),
+        MAPPED => Ok(()),
+        STALE => Err(Error::ShutDown),
+        _ => Err(Error::Gpu(format!("{}: mapping the buffer for {what} failed", ctx.description))),
     }
-    let out = {
-        let view = staging.0.slice(..size).get_mapped_range().map_err(|e| Error::Gpu(format!("read-back: {e}")))?;
-        let data = &view[..bytes as usize];
-        if dtype == DType::Bool {
-            data.chunks_exact(4).map(|w| (u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 0) as u8).collect()
-        } else {
-            data.to_vec()
-        }
-    };
-    staging.0.unmap();
-    staging.give_back();
-    Ok(out)
 }
 
 /// Read-back buffers up to this size are kept for reuse.
