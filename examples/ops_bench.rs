@@ -5,7 +5,7 @@
 //! cargo run --release --example ops_bench -- [--device cpu|gpu] [--size N] [--cols C] [--only add,sum,...]
 //! ```
 //! Every row is a loop of build -> eval -> synchronize, timed as the best of 3 rounds whose
-//! length is picked from a first call (about 0.3 s a round). Bandwidth rows count the bytes each
+//! length is picked from a warm call (about 0.3 s a round). Bandwidth rows count the bytes each
 //! op must move (inputs plus output, 4 bytes per f32 element, 2 per f16); matrix rows use an
 //! `N/C x C` matrix and reduce along its rows. `--size`: elements of the large arrays (default
 //! 1M on the CPU, 256M on a GPU); `--cols`: row length (default 1024 on the CPU, 8192 on a GPU).
@@ -14,8 +14,11 @@ use std::time::Instant;
 
 use lazuli::{Array, DType, Device, Error, Result, Stream};
 
-/// Seconds per call of `f`: the best of 3 synchronized rounds sized from one warm-up call.
+/// Seconds per call of `f`: the best of 3 synchronized rounds, sized from a second call
+/// (the first compiles kernels and fills the pools).
 fn best(s: &Stream, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    s.synchronize()?;
     let t = Instant::now();
     f()?;
     s.synchronize()?;

@@ -20,6 +20,8 @@ fi
 if [ "$part" = all ] || [ "$part" = ops ]; then
   echo "== ops, GPU beside PyTorch"
   timeout 150 $b/examples/ops_bench --device gpu 2>&1 | tee $OUT/ops_gpu_lazuli.md
+  # The small rows again in a fresh process (no large arrays before them).
+  timeout 60 $b/examples/ops_bench --device gpu --only chain1000,tiny,transfer,matmul1024,matmul2048 2>&1 | tee $OUT/ops_gpu_lazuli_small.md
   timeout 150 python3 scripts/torch_ops.py 2>&1 | grep -v Warning | tee $OUT/ops_gpu_torch.md
   echo "== ops, CPU beside NumPy (1M and 64M)"
   for n in 1048576 67108864; do
