@@ -19,20 +19,25 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
 fi
 if [ "$part" = all ] || [ "$part" = ops ]; then
   echo "== ops, GPU beside PyTorch"
-  timeout 150 $b/examples/ops_bench --device gpu 2>&1 | tee $OUT/ops_gpu_lazuli.md
-  # The small rows again in a fresh process (no large arrays before them).
-  timeout 60 $b/examples/ops_bench --device gpu --only chain1000,tiny,transfer,matmul1024,matmul2048 2>&1 | tee $OUT/ops_gpu_lazuli_small.md
-  timeout 150 python3 scripts/torch_ops.py 2>&1 | grep -v Warning | tee $OUT/ops_gpu_torch.md
+  # One file per device (the device tool brings back a few files only).
+  {
+    timeout 150 $b/examples/ops_bench --device gpu
+    # The small rows again in a fresh process (no large arrays before them).
+    echo; timeout 60 $b/examples/ops_bench --device gpu --only chain1000,tiny,transfer,matmul1024,matmul2048
+    echo; timeout 150 python3 scripts/torch_ops.py
+  } 2>&1 | grep -v Warning | tee $OUT/ops_gpu.md
   echo "== ops, CPU beside NumPy (1M and 64M)"
   for n in 1048576 67108864; do
-    timeout 150 $b/examples/ops_bench --device cpu --size $n 2>&1 | tee $OUT/ops_cpu_lazuli_$n.md
-    timeout 150 python3 scripts/numpy_ops.py --size $n 2>&1 | tee $OUT/ops_cpu_numpy_$n.md
-  done
+    timeout 150 $b/examples/ops_bench --device cpu --size $n
+    echo; timeout 150 python3 scripts/numpy_ops.py --size $n; echo
+  done 2>&1 | tee $OUT/ops_cpu.md
 fi
 if [ "$part" = all ] || [ "$part" = fusion ]; then
   echo "== fusion"
   args="--size 67108864 --rows 8192 --cols 8192 --reps 20"
-  timeout 150 $b/examples/fusion_bench --device gpu $args 2>&1 | tee $OUT/fusion_lazuli.md
-  timeout 200 python3 scripts/fusion_ref.py --backend torch $args 2>&1 | grep -v Warning | tee $OUT/fusion_torch.md
+  {
+    timeout 150 $b/examples/fusion_bench --device gpu $args
+    echo; timeout 200 python3 scripts/fusion_ref.py --backend torch $args
+  } 2>&1 | grep -v Warning | tee $OUT/fusion.md
 fi
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt; nproc | tee $OUT/nproc.txt
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log -1 --format=%h 2>/dev/null; } | tee $OUT/machine.txt

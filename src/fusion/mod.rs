@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use plan::{Limits, programs};
-pub(crate) use plan::{Plan, Region, plan};
+pub(crate) use plan::{Plan, Region, fuses_reduction, plan};
 pub use program::{Program, Reduction, Step};
 
 use crate::backend::{Buffer, Input};

@@ -134,6 +134,16 @@ fn accepted(f: &dyn Fuser, op: &Primitive, inputs: &[Array], out: &Meta) -> bool
     f.accepts(op, &metas, out)
 }
 
+/// True if `a` is a pending reduction whose backend would run it fused with an
+/// elementwise prologue (so a composite op may give the reduction its own copy of a
+/// cheap value rather than share one that must then be written out).
+pub(crate) fn fuses_reduction(a: &Array) -> bool {
+    let Some((op, inputs)) = pending(a) else { return false };
+    matches!(op, Primitive::Reduce(_))
+        && crate::fusion::enabled()
+        && fuser_for(&a.stream()).is_some_and(|f| accepted(f, &op, &inputs, a.meta()))
+}
+
 /// A one-element constant the region can fold in, whoever else holds it.
 fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
     if a.stream() != *stream || a.meta().numel() != 1 {

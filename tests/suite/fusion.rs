@@ -358,3 +358,33 @@ fn lone_broadcasts_run_generated_on_the_gpu() {
         _s.unwrap();
     }
 }
+
+/// Where the GPU fuses reductions, softmax gives its sum its own `exp(x - max)`: the sum
+/// is one fused reduction and the division one elementwise kernel with the exponentials
+/// inside, nothing written out between them; the values are the CPU's.
+#[test]
+fn softmax_fuses_without_temporaries_on_the_gpu() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    let x: Vec<f32> = (0..128 * 512).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
+    let cpu = Array::from_slice(&x, &[128, 512]).unwrap().softmax(&[1]).unwrap().to_vec::<f32>().unwrap();
+    crate::common::on(lazuli::Device::gpu(0), || {
+        // Built with fusion on: the formulation is chosen when the graph is built.
+        let y = fusion::with_enabled(true, || Array::from_slice(&x, &[128, 512])?.softmax(&[1]))?;
+        let progs = fusion::programs(&[&y]);
+        let has = |p: &fusion::Program, op: lazuli::primitive::UnaryOp| {
+            p.steps.iter().any(|(s, _)| matches!(s, Step::Unary(u, _) if *u == op))
+        };
+        let exp = lazuli::primitive::UnaryOp::Exp;
+        assert!(progs.iter().any(|p| p.reduction.is_some() && has(p, exp)), "a fused sum of exp: {progs:?}");
+        assert!(progs.iter().any(|p| p.reduction.is_none() && has(p, exp)), "exp inside the division: {progs:?}");
+        assert!(progs.iter().all(|p| p.extra_outputs.is_empty()), "{progs:?}");
+        let got = y.to_vec::<f32>()?;
+        for (g, w) in got.iter().zip(&cpu) {
+            assert!((g - w).abs() <= 1e-6 * w.abs() + 1e-9, "{g} vs {w}");
+        }
+        lazuli::Result::Ok(())
+    })
+    .unwrap();
+}

@@ -297,6 +297,38 @@ mod tests {
     }
 
     #[test]
+    fn long_rows_find_the_first_extremum() {
+        // The first index of the max / min, NaN first, by a plain scan.
+        fn naive(c: &[f32], max: bool) -> u32 {
+            if let Some(i) = c.iter().position(|x| x.is_nan()) {
+                return i as u32;
+            }
+            let mut i = 0;
+            for (j, &x) in c.iter().enumerate() {
+                if (max && x > c[i]) || (!max && x < c[i]) {
+                    i = j;
+                }
+            }
+            i as u32
+        }
+        for len in [1usize, 15, 16, 17, 31, 64, 100, 257] {
+            for seed in 0..20u64 {
+                // Few distinct values, so ties are common; sometimes a NaN, a -0.0.
+                let mut c: Vec<f32> = (0..len as u64).map(|i| ((i * 7 + seed * 13) % 5) as f32 - 2.0).collect();
+                if seed % 3 == 0 {
+                    c[(seed as usize * 11) % len] = f32::NAN;
+                }
+                if seed % 4 == 1 {
+                    c[(seed as usize * 5) % len] = -0.0;
+                }
+                for max in [true, false] {
+                    assert_eq!(arg_reduce(max, &c, 1, len, 1), vec![naive(&c, max)], "len {len} seed {seed} max {max}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn scans_run_either_way_along_any_axis() {
         let v = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
         assert_eq!(scan(ScanOp::Sum, &v, 2, 3, 1, false), vec![1.0, 3.0, 6.0, 4.0, 9.0, 15.0]);
