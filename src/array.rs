@@ -193,35 +193,6 @@ impl Array {
         Self::from_host_vec("from_slice", data.to_vec(), shape)
     }
 
-    /// `data` uploaded to the current stream's device when that is not the CPU (`None`
-    /// on the CPU, or for a dtype that device does not hold: such data stays on the host
-    /// until an op needs it, which then says what the device lacks). Uploading at once
-    /// spares a host copy: for 256 MB on an H200 host, the copy alone took 0.2 s.
-    pub(crate) fn upload_now<T: Element>(op: &'static str, data: &[T], shape: &[usize]) -> Result<Option<Array>> {
-        let stream = current_stream()?;
-        if stream.device == Device::cpu() {
-            return Ok(None);
-        }
-        crate::shape::check_size(op, shape, T::DTYPE)?;
-        if crate::shape::numel(shape) != data.len() {
-            return Err(Error::shape(
-                op,
-                format!(
-                    "{} elements cannot fill shape {shape:?} ({} elements)",
-                    data.len(),
-                    crate::shape::numel(shape)
-                ),
-            ));
-        }
-        stream.check()?;
-        let buffer = match backend_for(stream.device)?.upload(&stream, T::DTYPE, &T::slice_bytes(data)) {
-            Ok(b) => b,
-            Err(Error::Unsupported { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        Ok(Some(Self::with_state(Meta::new(shape, T::DTYPE), stream, "data", State::Ready { buffer, kept: None })))
-    }
-
     /// An array from host bytes in `dtype`'s layout (little-endian; bool one byte).
     /// The data lives on the CPU; ops on other devices copy it when they run.
     pub fn from_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Array> {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use half::{bf16, f16};
 
 use crate::array::{Array, State};
-use crate::backend::Buffer;
 use crate::backend::cpu::{CpuBuffer, CpuData};
+use crate::backend::{Buffer, backend_for};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::primitive::Meta;
@@ -35,15 +35,28 @@ impl Array {
         Self::from_host_vec("from_vec", data, shape)
     }
 
+    /// `data` uploaded to the current stream's device when that is not the CPU (`None`
+    /// on the CPU, or for a dtype that device does not hold: such data stays on the host
+    /// until an op needs it, which then says what the device lacks). Uploading at once
+    /// spares a host copy: for 256 MB on an H200 host, the copy alone took 0.2 s.
+    pub(crate) fn upload_now<T: Element>(op: &'static str, data: &[T], shape: &[usize]) -> Result<Option<Array>> {
+        let stream = current_stream()?;
+        if stream.device == Device::cpu() {
+            return Ok(None);
+        }
+        check_fill::<T>(op, data.len(), shape)?;
+        stream.check()?;
+        let buffer = match backend_for(stream.device)?.upload(&stream, T::DTYPE, &T::slice_bytes(data)) {
+            Ok(b) => b,
+            Err(Error::Unsupported { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(Some(Self::with_state(Meta::new(shape, T::DTYPE), stream, "data", State::Ready { buffer, kept: None })))
+    }
+
     /// [`Array::from_vec`] naming `op` in its errors (`from_slice` shares it).
     pub(crate) fn from_host_vec<T: Element>(op: &'static str, data: Vec<T>, shape: &[usize]) -> Result<Array> {
-        crate::shape::check_size(op, shape, T::DTYPE)?;
-        if numel(shape) != data.len() {
-            return Err(Error::shape(
-                op,
-                format!("{} elements cannot fill shape {shape:?} ({} elements)", data.len(), numel(shape)),
-            ));
-        }
+        check_fill::<T>(op, data.len(), shape)?;
         // The same checks as `from_bytes`: a live current stream, a usable CPU.
         let stream = current_stream()?;
         stream.check()?;
@@ -51,6 +64,19 @@ impl Array {
         let buffer: Buffer = Arc::new(CpuBuffer::new(cpu_data(data)));
         Ok(Self::with_state(Meta::new(shape, T::DTYPE), stream, "data", State::Ready { buffer, kept: None }))
     }
+}
+
+/// `Err` unless `len` elements of `T` fill `shape` exactly and its byte size is one a
+/// buffer can have.
+fn check_fill<T: Element>(op: &'static str, len: usize, shape: &[usize]) -> Result<()> {
+    crate::shape::check_size(op, shape, T::DTYPE)?;
+    if numel(shape) != len {
+        return Err(Error::shape(
+            op,
+            format!("{len} elements cannot fill shape {shape:?} ({} elements)", numel(shape)),
+        ));
+    }
+    Ok(())
 }
 
 /// `data` as typed CPU storage: moved when `T` is the crate's own type for its dtype

@@ -4,7 +4,7 @@
 use lazuli::fusion::{self, Step};
 use lazuli::{Array, DType};
 
-use crate::common::devices;
+use crate::common::{devices, on};
 
 /// `tanh(exp(a*b+c)*0.5)`: one region of six primitives (the 0.5 folded in, `c` read
 /// broadcast).
@@ -36,7 +36,7 @@ fn chain_is_one_region() {
 #[test]
 fn held_intermediates_are_written_out() {
     for d in devices() {
-        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+        on(d, || {
             let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3])?;
             let e = a.exp()?;
             let y = (&e + 1.0)?.sqrt()?;
@@ -58,8 +58,8 @@ fn held_intermediates_are_written_out() {
                 assert!((g - (x + 1.0).sqrt()).abs() <= 1e-6 * g.abs());
             }
             lazuli::Result::Ok(())
-        });
-        _s.unwrap();
+        })
+        .unwrap();
     }
 }
 
@@ -69,7 +69,7 @@ fn held_intermediates_are_written_out() {
 #[test]
 fn chained_temporaries_fuse() {
     for d in devices() {
-        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+        on(d, || {
             let x: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) / 300.0).collect();
             let a = Array::from_slice(&x, &[1000])?;
             let b = (&a * 0.5)?;
@@ -86,8 +86,8 @@ fn chained_temporaries_fuse() {
                 assert!((g - w.sin()).abs() <= 1e-6, "{d}: {g} vs {}", w.sin());
             }
             lazuli::Result::Ok(())
-        });
-        _s.unwrap();
+        })
+        .unwrap();
     }
 }
 
@@ -97,7 +97,7 @@ fn chained_temporaries_fuse() {
 #[test]
 fn values_consumed_outside_are_not_exposed() {
     for d in devices() {
-        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+        on(d, || {
             let x: Vec<f32> = (0..512).map(|i| (i % 17) as f32 / 7.0).collect();
             let a = Array::from_slice(&x, &[2, 256])?;
             let e = a.exp()?;
@@ -115,8 +115,8 @@ fn values_consumed_outside_are_not_exposed() {
                 }
             }
             lazuli::Result::Ok(())
-        });
-        _s.unwrap();
+        })
+        .unwrap();
     }
 }
 
@@ -342,7 +342,7 @@ fn lone_broadcasts_run_generated_on_the_gpu() {
     let s: Vec<f32> = (0..3 * 7).map(|i| 1.0 + i as f32).collect();
     let want: Vec<f32> = (0..x.len()).map(|i| x[i] / s[(i / 35) * 7 + i % 7]).collect();
     for d in devices() {
-        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+        on(d, || {
             let a = Array::from_slice(&x, &[3, 5, 7])?;
             let b = Array::from_slice(&s, &[3, 1, 7])?;
             let y = (&a / &b)?;
@@ -354,8 +354,8 @@ fn lone_broadcasts_run_generated_on_the_gpu() {
                 assert!((g - w).abs() <= 1.2e-7 * w.abs(), "{d}: {g} vs {w}");
             }
             lazuli::Result::Ok(())
-        });
-        _s.unwrap();
+        })
+        .unwrap();
     }
 }
 
@@ -369,7 +369,7 @@ fn softmax_fuses_without_temporaries_on_the_gpu() {
     }
     let x: Vec<f32> = (0..128 * 512).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
     let cpu = Array::from_slice(&x, &[128, 512]).unwrap().softmax(&[1]).unwrap().to_vec::<f32>().unwrap();
-    crate::common::on(lazuli::Device::gpu(0), || {
+    on(lazuli::Device::gpu(0), || {
         // Built with fusion on: the formulation is chosen when the graph is built.
         let y = fusion::with_enabled(true, || Array::from_slice(&x, &[128, 512])?.softmax(&[1]))?;
         let progs = fusion::programs(&[&y]);

@@ -66,7 +66,7 @@ fn long_tiny_chain_matches_cpu() {
 #[test]
 fn few_wide_columns_reduce_right() {
     for d in common::devices() {
-        let _s = lazuli::with_stream(&lazuli::default_stream(d).unwrap(), || {
+        on(d, || {
             let (rows, cols) = (4096usize, 48usize);
             let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0).collect();
             let a = Array::from_slice(&x, &[rows, cols])?;
@@ -82,8 +82,8 @@ fn few_wide_columns_reduce_right() {
                 assert!((half[c].to_f64() - hw).abs() <= 0.1, "{d} col {c}: {} vs {hw}", half[c]);
             }
             lazuli::Result::Ok(())
-        });
-        _s.unwrap();
+        })
+        .unwrap();
     }
 }
 

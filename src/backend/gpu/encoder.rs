@@ -143,25 +143,31 @@ pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -
         if left.is_zero() {
             return Err(timed_out(ctx, "GPU work"));
         }
-        let step = left.min(Duration::from_millis(500));
-        let polled = {
-            let _g = poll_lock();
-            let wait = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(step) };
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)))
-                .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
-        };
-        match polled {
-            Ok(_) => {
-                ctx.check()?;
-                return Ok(());
-            }
-            Err(wgpu::PollError::Timeout) => {}
-            Err(e) => return Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
+        if poll_for(ctx, idx, left.min(Duration::from_millis(500)))? {
+            return Ok(());
         }
         ctx.check()?;
         if done() {
             return Ok(());
         }
+    }
+}
+
+/// Waits at most `step` for submission `idx`; true if it is done (the device checked).
+fn poll_for(ctx: &Context, idx: &wgpu::SubmissionIndex, step: Duration) -> Result<bool> {
+    let polled = {
+        let _g = poll_lock();
+        let wait = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(step) };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)))
+            .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
+    };
+    match polled {
+        Ok(_) => {
+            ctx.check()?;
+            Ok(true)
+        }
+        Err(wgpu::PollError::Timeout) => Ok(false),
+        Err(e) => Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
     }
 }
 
@@ -179,21 +185,7 @@ fn spin(ctx: &Context, idx: &wgpu::SubmissionIndex, done: &impl Fn() -> bool) ->
     }
     let until = Instant::now() + SPIN;
     while Instant::now() < until {
-        let polled = {
-            let _g = poll_lock();
-            let check = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(Duration::ZERO) };
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(check)))
-                .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
-        };
-        match polled {
-            Ok(_) => {
-                ctx.check()?;
-                return Ok(true);
-            }
-            Err(wgpu::PollError::Timeout) => {}
-            Err(e) => return Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
-        }
-        if done() {
+        if poll_for(ctx, idx, Duration::ZERO)? || done() {
             return Ok(true);
         }
         std::hint::spin_loop();

@@ -5,8 +5,9 @@
 //! (inner 1) get a workgroup each (tree reduction, 16-byte loads where rows are whole
 //! vectors), everything else one thread per output walking `len` (neighbouring threads
 //! read neighbouring columns); too few such outputs to fill the device (a sum over the
-//! rows of a wide matrix) first reduce slices of `len` into partials, then the partials. Arg-reductions and scans of long contiguous rows also get
-//! a workgroup per row (parallel along the row); other lines a thread each.
+//! rows of a wide matrix) first reduce slices of `len` into partials, then the partials.
+//! Arg-reductions and scans of long contiguous rows also get a workgroup per row
+//! (parallel along the row); other lines a thread each.
 
 use super::buffer::{GpuBuffer, alloc};
 use super::context::context;
