@@ -388,3 +388,30 @@ fn softmax_fuses_without_temporaries_on_the_gpu() {
     })
     .unwrap();
 }
+
+/// A program whose extra outputs make no sense gets an `Err` from the GPU's code
+/// generator, not a panic: an index past the steps, or extra outputs on a reduction.
+#[cfg(feature = "gpu")]
+#[test]
+fn bad_extra_outputs_are_errors() {
+    let meta = |shape: &[usize]| lazuli::primitive::Meta { shape: shape.to_vec(), dtype: DType::F32 };
+    let p = fusion::Program {
+        shape: vec![4],
+        inputs: vec![meta(&[4])],
+        steps: vec![(Step::Input(0), DType::F32), (Step::Unary(lazuli::primitive::UnaryOp::Exp, 0), DType::F32)],
+        result: 1,
+        reduction: None,
+        output: meta(&[4]),
+        extra_outputs: vec![7],
+    };
+    assert!(lazuli::backend::gpu::fused_source(&p).is_err());
+    let r = fusion::Program {
+        reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![0] }),
+        output: meta(&[1]),
+        extra_outputs: vec![1],
+        ..p.clone()
+    };
+    assert!(lazuli::backend::gpu::fused_source(&r).is_err());
+    let ok = fusion::Program { extra_outputs: vec![1], ..p };
+    crate::shaders_naga::validate_all_targets("fused, extra output", &lazuli::backend::gpu::fused_source(&ok).unwrap());
+}

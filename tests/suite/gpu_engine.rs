@@ -114,3 +114,24 @@ fn large_uploads_round_trip() {
     })
     .unwrap();
 }
+
+/// The new read-back and upload paths refuse what does not fit: `download_into` a slice
+/// of the wrong length, and `from_slice` of the wrong element count under a GPU stream,
+/// are `Err`s on every device, and the right length reads the bytes back.
+#[test]
+fn transfers_refuse_wrong_sizes() {
+    for d in common::devices() {
+        let backend = lazuli::backend::backend_for(d).unwrap();
+        let stream = lazuli::default_stream(d).unwrap();
+        let bytes: Vec<u8> = [1.5f32, -2.0, 3.25, 4.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let buf = backend.upload(&stream, lazuli::DType::F32, &bytes).unwrap();
+        let mut out = vec![0u8; 16];
+        backend.download_into(&buf, &mut out).unwrap();
+        assert_eq!(out, bytes, "{d}");
+        let mut short = vec![0u8; 15];
+        assert!(backend.download_into(&buf, &mut short).is_err(), "{d}: a 15-byte slice for 16 bytes");
+        let err = on(d, || Array::from_slice(&[1.0f32, 2.0, 3.0], &[2, 2])).unwrap_err();
+        assert!(matches!(err, lazuli::Error::Shape { .. }), "{d}: {err}");
+        assert!(err.to_string().contains("3 elements cannot fill shape [2, 2]"), "{d}: {err}");
+    }
+}
