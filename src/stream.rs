@@ -95,10 +95,14 @@ impl std::str::FromStr for Device {
 ///   needs a node another thread is running waits for it.
 /// - Evaluations on different threads run concurrently. CPU kernels return when done
 ///   (large ones split across rayon's threads).
-/// - Every GPU stream submits to the device's one queue, so GPU kernels execute in the
-///   order they were recorded, never overlapping across streams. A GPU node counts as
-///   run once its commands are recorded: GPU consumers are ordered after it by the
-///   queue; reads, copies to another device and [`synchronize`] wait for it to finish.
+/// - Each GPU stream records into its own command encoder, submitted when it fills or
+///   when its results are needed: a read of an array, or [`synchronize`] on the stream,
+///   submits and waits for that stream's work only, leaving other streams' recorded
+///   work unsubmitted. A GPU node counts as run once its commands are recorded. A GPU
+///   consumer on another stream first submits the producer's stream. wgpu gives a
+///   device one queue, so submitted work executes in submission order; kernels of two
+///   streams overlap only as far as the driver overlaps consecutive work in one queue
+///   (BENCHMARKS.md measures it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stream {
     /// The device the stream's work runs on.

@@ -35,6 +35,11 @@ pub fn uploads_here() -> u64 {
     0
 }
 
+/// Always 0: this build has no GPU backend, so nothing is recorded.
+pub fn unsubmitted(_stream: &crate::stream::Stream) -> usize {
+    0
+}
+
 /// Always false: this build has no GPU backend.
 pub fn is_software_adapter() -> bool {
     false

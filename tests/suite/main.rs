@@ -16,6 +16,7 @@ mod fusion;
 mod gpu_engine;
 mod gpu_numerics;
 mod gpu_parity;
+mod gpu_streams;
 mod indexing;
 mod interop;
 mod io;

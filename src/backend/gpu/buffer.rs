@@ -1,15 +1,20 @@
 //! Device buffers and the size-bucketed pool they return to when dropped.
 //!
-//! Reuse is safe without tracking GPU use: every write to a buffer (a kernel output, a
-//! copy) is recorded on the one queue after whatever read it before it was released,
-//! and the queue runs commands in order. Only `Queue::write_buffer` would jump that
-//! order, so nothing here uses it: uploads go through buffers mapped at creation.
+//! Reuse needs no tracking of GPU work within a stream: every write to a buffer (a
+//! kernel output, a copy) is recorded in the stream's batch after whatever read it
+//! before it was released, and the one queue runs commands in order. Across streams,
+//! whose batches are submitted independently, a pooled buffer keeps the set of lanes
+//! that used it and [`alloc`] submits those first (`encoder::order`). Only
+//! `Queue::write_buffer` would jump queue order, so nothing here uses it: uploads go
+//! through buffers mapped at creation or copies recorded in the batch.
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 
 use super::context::{Context, context};
+use super::encoder::{self, Lane};
 use crate::backend::DeviceBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -54,9 +59,18 @@ pub(crate) struct GpuBuffer {
     pub(crate) bytes: u64,
     pub(crate) len: usize,
     pub(crate) dtype: DType,
+    /// The lane of the stream that made it, which records its one write.
+    pub(crate) lane: Lane,
+    /// The lanes whose batches have recorded commands using it (bits of [`Lane::bit`]),
+    /// carried into the pool so a reuse by another lane is ordered after them.
+    pub(crate) users: AtomicU64,
 }
 
 impl GpuBuffer {
+    fn new(raw: wgpu::Buffer, bytes: u64, len: usize, dtype: DType, lane: Lane) -> GpuBuffer {
+        GpuBuffer { raw: Some(raw), bytes, len, dtype, lane, users: AtomicU64::new(lane.bit()) }
+    }
+
     /// The wgpu buffer (present until drop).
     pub(crate) fn raw(&self) -> &wgpu::Buffer {
         self.raw.as_ref().expect("GpuBuffer used after drop")
@@ -98,7 +112,7 @@ impl Drop for GpuBuffer {
                 std::mem::forget(b);
                 return;
             }
-            release(b);
+            release(b, *self.users.get_mut());
         }
     }
 }
@@ -130,6 +144,10 @@ fn bucket(bytes: u64, ctx: &Context) -> u64 {
     let cap = ctx.limits.max_buffer_size.min(ctx.limits.max_storage_buffer_binding_size);
     if rounded > cap { b } else { rounded }
 }
+
+/// How many idle buffers of a size [`Pool::take`] looks at: past a few, making a new
+/// buffer is cheaper than searching.
+const TAKE_SCAN: usize = 8;
 
 /// Idle buffers by bucket size, at most `cap` bytes in all. When a released buffer would
 /// pass the cap, the least recently released buffers are evicted first: a loop that
@@ -169,9 +187,12 @@ impl<B> Pool<B> {
         (old, evicted)
     }
 
-    /// The most recently released buffer of `size` bytes, if any.
-    fn take(&mut self, size: u64) -> Option<B> {
-        let (seq, b) = self.free.get_mut(&size)?.pop_back()?;
+    /// The most recently released buffer of `size` bytes for which `usable` holds, among
+    /// the [`TAKE_SCAN`] most recent, if any.
+    fn take(&mut self, size: u64, usable: impl Fn(&B) -> bool) -> Option<B> {
+        let q = self.free.get_mut(&size)?;
+        let i = (0..q.len()).rev().take(TAKE_SCAN).find(|&i| usable(&q[i].1))?;
+        let (seq, b) = q.remove(i).expect("in range");
         self.order.remove(&seq).expect("order tracks every idle buffer");
         self.bytes -= size;
         Some(b)
@@ -202,13 +223,16 @@ impl<B> Pool<B> {
     }
 }
 
-fn pool() -> &'static Mutex<Pool<wgpu::Buffer>> {
+/// An idle buffer and the lanes that used it (see [`GpuBuffer::users`]).
+struct Idle(wgpu::Buffer, u64);
+
+fn pool() -> &'static Mutex<Pool<Idle>> {
     // Leaked like the context: buffers may drop during process exit.
-    static P: OnceLock<&'static Mutex<Pool<wgpu::Buffer>>> = OnceLock::new();
+    static P: OnceLock<&'static Mutex<Pool<Idle>>> = OnceLock::new();
     P.get_or_init(|| Box::leak(Box::new(Mutex::new(Pool::new(Cap::HighWater)))))
 }
 
-fn lock_pool() -> std::sync::MutexGuard<'static, Pool<wgpu::Buffer>> {
+fn lock_pool() -> std::sync::MutexGuard<'static, Pool<Idle>> {
     pool().lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -243,8 +267,9 @@ pub(crate) fn clear_pool() {
     drop(evicted);
 }
 
-/// Returns a released buffer to the pool (storage buffers only; others are freed).
-fn release(b: wgpu::Buffer) {
+/// Returns a released buffer, used by the lanes of `users`, to the pool (storage buffers
+/// only; others are freed).
+fn release(b: wgpu::Buffer, users: u64) {
     if b.usage() != STORAGE {
         return;
     }
@@ -254,10 +279,10 @@ fn release(b: wgpu::Buffer) {
     let high = crate::memory::GPU.high_water();
     let (evicted, cap) = {
         let mut p = lock_pool();
-        (p.put(b, size, high), p.cap.bytes(high))
+        (p.put(Idle(b, users), size, high), p.cap.bytes(high))
     };
     if !evicted.is_empty() {
-        let freed: u64 = evicted.iter().map(wgpu::Buffer::size).sum();
+        let freed: u64 = evicted.iter().map(|i| i.0.size()).sum();
         log::debug!(
             "gpu buffer pool: at its {cap}-byte cap, evicted {} idle buffers ({freed} bytes) to keep one of {size}",
             evicted.len()
@@ -266,18 +291,22 @@ fn release(b: wgpu::Buffer) {
     drop(evicted);
 }
 
-/// An uninitialised (or stale) buffer for `len` elements of `dtype`, from the pool if one fits.
-/// (`_stream`: the pool is process-wide; per-stream pools are issue 12's.)
-pub(crate) fn alloc(_stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuffer> {
+/// An uninitialised (or stale) buffer for `len` elements of `dtype`, from the pool if one
+/// fits, for `stream` to write. The pool is process-wide; a buffer is handed to a lane
+/// only when the other lanes that used it have submitted everything (`encoder::clean`),
+/// so its new writes cannot overtake their reads, and without making them submit: one
+/// stream's allocations never flush another's work.
+pub(crate) fn alloc(stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuffer> {
     let ctx = context()?;
     ctx.check_lost()?;
     let bytes = len as u64 * device_elem_size(dtype);
     ctx.check_size("allocate", bytes)?;
     let size = bucket(bytes, ctx);
     crate::memory::GPU.check(|| "gpu: allocate".into(), size)?;
-    let taken = lock_pool().take(size);
+    let lane = Lane::of(stream);
+    let taken = lock_pool().take(size, |Idle(_, users)| encoder::clean(users & !lane.bit()));
     let raw = match taken {
-        Some(b) => b,
+        Some(Idle(b, _)) => b,
         None => ctx
             .scoped("allocate", || {
                 Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -290,7 +319,8 @@ pub(crate) fn alloc(_stream: &Stream, dtype: DType, len: usize) -> Result<GpuBuf
             .map_err(|e| with_size(e, size))?,
     };
     crate::memory::GPU.add(size);
-    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
+    // A fresh set of users: all the other lanes recorded with it is queued already.
+    Ok(GpuBuffer::new(raw, bytes, len, dtype, lane))
 }
 
 /// An out-of-memory error from an error scope, with the size that was asked for.
@@ -303,7 +333,7 @@ fn with_size(e: Error, size: u64) -> Error {
 
 /// A buffer holding `data` (device layout). Mapped at creation, so the data is in place
 /// before any queued command can see the buffer.
-pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data: &[u8]) -> Result<GpuBuffer> {
+pub(crate) fn create_with_data(stream: &Stream, dtype: DType, len: usize, data: &[u8]) -> Result<GpuBuffer> {
     let ctx = context()?;
     ctx.check_lost()?;
     let bytes = data.len() as u64;
@@ -327,7 +357,7 @@ pub(crate) fn create_with_data(_stream: &Stream, dtype: DType, len: usize, data:
         })
         .map_err(|e| with_size(e, size))?;
     crate::memory::GPU.add(size);
-    Ok(GpuBuffer { raw: Some(raw), bytes, len, dtype })
+    Ok(GpuBuffer::new(raw, bytes, len, dtype, Lane::of(stream)))
 }
 
 #[cfg(test)]
@@ -341,12 +371,12 @@ mod tests {
         assert!(p.put("b40", 40, 0).is_empty());
         // 40 + 40 + 30 > 100: the oldest (a) goes, the newest stays.
         assert_eq!(p.put("c30", 30, 0), ["a40"]);
-        assert_eq!(p.take(40), Some("b40"));
-        assert_eq!(p.take(40), None);
+        assert_eq!(p.take(40, |_| true), Some("b40"));
+        assert_eq!(p.take(40, |_| true), None);
         assert!(p.put("d60", 60, 0).is_empty());
         assert_eq!(p.put("e50", 50, 0), ["c30", "d60"]);
         assert_eq!(p.put("big", 101, 0), ["big"]);
-        assert_eq!(p.take(50), Some("e50"));
+        assert_eq!(p.take(50, |_| true), Some("e50"));
         assert_eq!((p.bytes, p.order.len()), (0, 0));
     }
 
@@ -364,12 +394,24 @@ mod tests {
     }
 
     #[test]
+    fn pool_takes_the_newest_usable() {
+        let mut p = Pool::new(Cap::Bytes(1000));
+        for i in 0..12 {
+            p.put(i, 10, 0);
+        }
+        assert_eq!(p.take(10, |&i| i % 3 == 0), Some(9), "the newest that may be used");
+        assert_eq!(p.take(10, |&i| i == 0), None, "past the scan, a new buffer is cheaper");
+        assert_eq!(p.take(10, |_| true), Some(11));
+        assert_eq!((p.bytes, p.order.len()), (100, 10));
+    }
+
+    #[test]
     fn pool_returns_the_newest_of_a_size() {
         let mut p = Pool::new(Cap::Bytes(100));
         p.put(1, 10, 0);
         p.put(2, 10, 0);
-        assert_eq!(p.take(10), Some(2));
-        assert_eq!(p.take(10), Some(1));
+        assert_eq!(p.take(10, |_| true), Some(2));
+        assert_eq!(p.take(10, |_| true), Some(1));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) fn as_strided(
     }
     let p = pipeline(ctx, Kernel::Copy, x.dtype, "strided", &[])?;
     let out = alloc(s, x.dtype, n)?;
-    dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], n)?;
+    dispatch_1d(s, &p, &w, &[(1, x), (3, &out)], n)?;
     Ok(out)
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn concatenate(
                 start: u32_param("concatenate", at * inner)?,
                 ..Default::default()
             };
-            dispatch_1d(ctx, &p, &w, &[(1, x), (3, &o)], n)?;
+            dispatch_1d(s, &p, &w, &[(1, x), (3, &o)], n)?;
         }
         at += len;
     }

@@ -23,7 +23,7 @@ pub(crate) fn unary(s: &Stream, op: UnaryOp, x: &GpuBuffer, out_dtype: DType, n:
     let out = alloc(s, out_dtype, n)?;
     let v = n.div_ceil(4);
     let w = EwParams { n: u32_param("unary", v)?, ..Default::default() };
-    dispatch_1d(ctx, &p, &w, &[(7, x), (slot, &out)], v)?;
+    dispatch_1d(s, &p, &w, &[(7, x), (slot, &out)], v)?;
     Ok(out)
 }
 
@@ -67,12 +67,12 @@ pub(crate) fn binary(
         let p = pipeline(ctx, Kernel::Elementwise, ins[0].dtype, entry, &[("OP", code)])?;
         let v = n.div_ceil(4);
         let w = EwParams { n: u32_param("binary", v)?, ..Default::default() };
-        dispatch_1d(ctx, &p, &w, &[(7, ins[0]), (8, ins[1]), (slot, &o)], v)?;
+        dispatch_1d(s, &p, &w, &[(7, ins[0]), (8, ins[1]), (slot, &o)], v)?;
         return Ok(o);
     }
     let (entry, slot) = if op.is_comparison() { ("compare", 4) } else { ("binary", 3) };
     let p = pipeline(ctx, Kernel::Elementwise, ins[0].dtype, entry, &[("OP", code)])?;
-    dispatch_1d(ctx, &p, &words, &[(1, ins[0]), (2, ins[1]), (slot, &o)], n)?;
+    dispatch_1d(s, &p, &words, &[(1, ins[0]), (2, ins[1]), (slot, &o)], n)?;
     Ok(o)
 }
 
@@ -83,7 +83,7 @@ pub(crate) fn select(s: &Stream, ins: &[&GpuBuffer], shapes: &[&[usize]], out: &
     let p = pipeline(ctx, Kernel::Elementwise, ins[1].dtype, "select_t", &[])?;
     let words = broadcast_params("where", &out.shape, shapes)?;
     let o = alloc(s, out.dtype, n)?;
-    dispatch_1d(ctx, &p, &words, &[(5, ins[0]), (1, ins[1]), (2, ins[2]), (3, &o)], n)?;
+    dispatch_1d(s, &p, &words, &[(5, ins[0]), (1, ins[1]), (2, ins[2]), (3, &o)], n)?;
     Ok(o)
 }
 
@@ -92,6 +92,6 @@ pub(crate) fn astype(s: &Stream, x: &GpuBuffer, to: DType, n: usize) -> Result<G
     let p = pipeline(ctx, Kernel::Elementwise, to, "astype", &[("IN_KIND", x.dtype.code())])?;
     let o = alloc(s, to, n)?;
     let w = EwParams { n: u32_param("astype", n)?, ..Default::default() };
-    dispatch_1d(ctx, &p, &w, &[(6, x), (3, &o)], n)?;
+    dispatch_1d(s, &p, &w, &[(6, x), (3, &o)], n)?;
     Ok(o)
 }

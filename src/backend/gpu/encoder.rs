@@ -1,16 +1,34 @@
-//! Recording and submission: many dispatches share one command encoder; a batch is
-//! submitted when it reaches [`MAX_PER_SUBMIT`] commands or when someone needs results
-//! (read-back, synchronize), and at most [`MAX_IN_FLIGHT`] submissions are outstanding
-//! (the oldest is waited for first), so the queue cannot grow without bound.
+//! Recording and submission, one batch per stream.
+//!
+//! Each stream records into the command encoder of its own [`Lane`]; a lane's batch is
+//! submitted when it reaches [`MAX_PER_SUBMIT`] commands or when someone needs its
+//! results (a read-back of an array it wrote, `synchronize` on the stream), and at most
+//! [`MAX_IN_FLIGHT`] of its submissions are outstanding (the oldest is waited for
+//! first), so the queue cannot grow without bound. A read-back or `synchronize` on one
+//! stream submits that stream's lane only: another stream's recorded work stays in its
+//! encoder.
+//!
+//! wgpu gives a device one queue, so submissions run in the order they are made. Two
+//! hazards follow from recording in several encoders, and [`order`] handles both:
+//! - a stream reading a buffer another lane wrote: that lane is submitted first;
+//! - a pooled buffer reused by a lane while another lane's unsubmitted commands still
+//!   use it: each buffer carries the set of lanes that used it ([`GpuBuffer::users`]),
+//!   and `buffer::alloc` hands a lane only buffers whose other users have nothing
+//!   unsubmitted ([`clean`]), making a new buffer otherwise.
+//!
+//! Lock order: at most one lane's batch at a time (a lane is submitted before another
+//! is locked), then the poll lock, then [`LAST`] (held only to read or write it).
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::buffer::GpuBuffer;
 use super::context::{Context, context};
 use super::params::{Params, words};
 use crate::error::{Error, Result};
+use crate::stream::Stream;
 
 const MAX_PER_SUBMIT: usize = 64;
 const MAX_IN_FLIGHT: usize = 8;
@@ -19,6 +37,33 @@ const MAX_IN_FLIGHT: usize = 8;
 /// 256 bytes each (the largest block is 144 bytes; offsets are rounded up to the device's
 /// storage-offset alignment, at most 256).
 const ARENA_BYTES: u64 = MAX_PER_SUBMIT as u64 * 256;
+
+/// How many batches there are. A stream records into lane `index % LANES`: streams that
+/// share a lane share an encoder, which is still correct (a batch is an ordered
+/// recording), and the lanes are a fixed table found without a lock. 64 so that the set
+/// of lanes using a buffer is one `u64`.
+pub(crate) const LANES: usize = 64;
+
+/// The batch a stream records into (see [`LANES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lane(u8);
+
+impl Lane {
+    /// The lane of `stream`.
+    pub(crate) fn of(stream: &Stream) -> Lane {
+        Lane((stream.index as usize % LANES) as u8)
+    }
+
+    /// This lane's bit in a [`GpuBuffer::users`] set.
+    pub(crate) fn bit(self) -> u64 {
+        1 << self.0
+    }
+
+    /// The lanes of a users set.
+    pub(crate) fn all_in(set: u64) -> impl Iterator<Item = Lane> {
+        (0..LANES as u8).filter(move |&i| set & (1 << i) != 0).map(Lane)
+    }
+}
 
 struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
@@ -34,6 +79,14 @@ struct Batch {
 }
 
 impl Batch {
+    const EMPTY: Batch = Batch { encoder: None, arena: None, used: 0, recorded: 0, in_flight: VecDeque::new() };
+
+    /// Counts one more recorded command (and publishes the count, see [`PENDING`]).
+    fn count(&mut self, lane: Lane) {
+        self.recorded += 1;
+        PENDING[lane.0 as usize].store(self.recorded, Ordering::Release);
+    }
+
     /// The encoder of the batch being recorded, made (with its parameter arena) if none.
     fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
         if self.encoder.is_none() {
@@ -58,18 +111,47 @@ pub(crate) fn poll_lock() -> std::sync::MutexGuard<'static, ()> {
     L.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn batch() -> &'static Mutex<Batch> {
-    // Leaked like the device it records for.
-    static B: OnceLock<&'static Mutex<Batch>> = OnceLock::new();
-    B.get_or_init(|| {
-        Box::leak(Box::new(Mutex::new(Batch {
-            encoder: None,
-            arena: None,
-            used: 0,
-            recorded: 0,
-            in_flight: VecDeque::new(),
-        })))
-    })
+/// The batches, one per lane. A static is never dropped, so the encoders outlive every
+/// thread that might still record at exit, like the device they record for.
+static BATCHES: [Mutex<Batch>; LANES] = [const { Mutex::new(Batch::EMPTY) }; LANES];
+
+/// The latest submission of any lane: the queue runs in order, so once it is done
+/// everything submitted is (for [`wait_idle`] and [`synchronize_all`]). Written inside
+/// the poll lock, next to the submit.
+static LAST: Mutex<Option<wgpu::SubmissionIndex>> = Mutex::new(None);
+
+/// Each lane's count of recorded, unsubmitted commands, readable without its lock: set
+/// under the lock, and reset only after the submit, so a reader that sees 0 knows every
+/// command the lane recorded before is in the queue.
+static PENDING: [AtomicUsize; LANES] = [const { AtomicUsize::new(0) }; LANES];
+
+/// True if no lane of `set` has unsubmitted commands.
+pub(crate) fn clean(set: u64) -> bool {
+    Lane::all_in(set).all(|l| PENDING[l.0 as usize].load(Ordering::Acquire) == 0)
+}
+
+fn batch(lane: Lane) -> MutexGuard<'static, Batch> {
+    // A kernel that panicked while recording (eval catches it) leaves the lock poisoned;
+    // the batch itself is still consistent (an encoder and a count).
+    BATCHES[lane.0 as usize].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn last() -> Option<wgpu::SubmissionIndex> {
+    LAST.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Makes commands `lane` records next, touching `buffers`, safe to run after every other
+/// lane's: a buffer another lane wrote has that lane submitted first (the write is
+/// recorded there, before the buffer was handed out), and every buffer remembers that
+/// `lane` used it, for reuse from the pool.
+pub(crate) fn order(lane: Lane, buffers: &[&GpuBuffer]) -> Result<()> {
+    for b in buffers {
+        b.users.fetch_or(lane.bit(), Ordering::Relaxed);
+        if b.lane != lane && !clean(b.lane.bit()) {
+            submit(b.lane)?;
+        }
+    }
+    Ok(())
 }
 
 /// Longest a wait on the GPU may take before it is reported as an error.
@@ -82,47 +164,69 @@ pub(crate) fn timeout() -> Duration {
     })
 }
 
-/// Records commands into the current batch.
+/// Records commands into `lane`'s batch; `buffers` are those the commands use (see
+/// [`order`]).
 ///
 /// No error scope per command: errors of recording (none are expected; they would be
 /// bugs) reach the device's uncaptured-error handler at once, on this thread, and
 /// [`Context::check`] after recording returns them; whatever slips through surfaces at
 /// `finish`/`submit`, which run inside one pair of scopes per batch.
-pub(crate) fn record(what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
+pub(crate) fn record(
+    lane: Lane,
+    what: &str,
+    buffers: &[&GpuBuffer],
+    f: impl FnOnce(&mut wgpu::CommandEncoder),
+) -> Result<()> {
     let ctx = context()?;
     ctx.check_lost()?;
-    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
+    order(lane, buffers)?;
+    let mut b = batch(lane);
     f(b.encoder(ctx));
     ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
-    b.recorded += 1;
+    b.count(lane);
     if b.recorded >= MAX_PER_SUBMIT {
-        submit_locked(ctx, &mut b)?;
+        submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
 }
 
-/// Submits the current batch, if any, and returns the index of the latest submission.
-pub(crate) fn flush() -> Result<Option<wgpu::SubmissionIndex>> {
+/// Submits `lane`'s batch, if it has one, and returns the index of its latest submission.
+pub(crate) fn flush(lane: Lane) -> Result<Option<wgpu::SubmissionIndex>> {
     let ctx = context()?;
-    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
-    submit_locked(ctx, &mut b)?;
+    let mut b = batch(lane);
+    submit_locked(ctx, lane, &mut b)?;
     Ok(b.in_flight.back().cloned())
 }
 
-fn submit_locked(ctx: &Context, b: &mut Batch) -> Result<()> {
+/// Submits `lane`'s batch, if it has one.
+fn submit(lane: Lane) -> Result<()> {
+    flush(lane).map(drop)
+}
+
+/// Commands `stream`'s lane has recorded and not yet submitted.
+pub(crate) fn unsubmitted(stream: &Stream) -> usize {
+    PENDING[Lane::of(stream).0 as usize].load(Ordering::Acquire)
+}
+
+fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
     let Some(enc) = b.encoder.take() else { return Ok(()) };
-    ctx.check_lost()?;
     b.recorded = 0;
-    if let Some(arena) = b.arena.take() {
-        // The blocks written so far become visible to the batch's dispatches (wgpu
-        // copies them in before the batch's commands); the buffer is freed once the
-        // submission is done with it.
-        arena.unmap();
-    }
-    let idx = {
+    let arena = b.arena.take();
+    let submitted = ctx.check_lost().and_then(|()| {
+        if let Some(arena) = arena {
+            // The blocks written so far become visible to the batch's dispatches (wgpu
+            // copies them in before the batch's commands); the buffer is freed once the
+            // submission is done with it.
+            arena.unmap();
+        }
         let _g = poll_lock();
-        ctx.scoped("submit", || Ok(ctx.queue.submit([enc.finish()])))?
-    };
+        let idx = ctx.scoped("submit", || Ok(ctx.queue.submit([enc.finish()])))?;
+        *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(idx.clone());
+        Ok(idx)
+    });
+    // Submitted, or dropped with the error: either way nothing of the lane waits.
+    PENDING[lane.0 as usize].store(0, Ordering::Release);
+    let idx = submitted?;
     b.in_flight.push_back(idx);
     while b.in_flight.len() > MAX_IN_FLIGHT {
         let oldest = b.in_flight.pop_front().expect("non-empty");
@@ -212,9 +316,21 @@ pub(crate) fn poll_once(ctx: &Context) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wgpu::PollType::Poll)));
 }
 
-/// Flushes and waits for everything submitted so far.
-pub(crate) fn synchronize() -> Result<()> {
-    if let Some(idx) = flush()? {
+/// Submits `stream`'s lane and waits for it (and, the queue being in order, for whatever
+/// was submitted before it); other lanes' recorded work stays unsubmitted.
+pub(crate) fn synchronize(stream: &Stream) -> Result<()> {
+    if let Some(idx) = flush(Lane::of(stream))? {
+        wait(context()?, &idx, || false)?;
+    }
+    Ok(())
+}
+
+/// Submits every lane and waits for all of it.
+pub(crate) fn synchronize_all() -> Result<()> {
+    for lane in Lane::all_in(u64::MAX) {
+        submit(lane)?;
+    }
+    if let Some(idx) = last() {
         wait(context()?, &idx, || false)?;
     }
     Ok(())
@@ -223,10 +339,11 @@ pub(crate) fn synchronize() -> Result<()> {
 /// One kernel launch: the pipeline, its parameters (binding 0) and buffers by binding.
 ///
 /// Per launch: the parameter block is written into the batch's arena (no buffer of its
-/// own), one bind group is made, one compute pass recorded; one lock (the batch's) is
-/// taken, and no error scope (see [`record`]).
+/// own), one bind group is made, one compute pass recorded; one lock (the lane's batch)
+/// is taken, plus one per buffer another lane wrote (see [`order`]), and no error scope
+/// (see [`record`]).
 pub(crate) fn dispatch<P: Params>(
-    ctx: &Context,
+    stream: &Stream,
     pipeline: &wgpu::ComputePipeline,
     params: &P,
     buffers: &[(u32, &GpuBuffer)],
@@ -235,14 +352,23 @@ pub(crate) fn dispatch<P: Params>(
     if groups.contains(&0) {
         return Ok(());
     }
+    let ctx = context()?;
     ctx.check_lost()?;
+    let lane = Lane::of(stream);
     let data: &[u8] = bytemuck::cast_slice(words(params));
     let len = (data.len() as u64).max(4);
     let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment.max(4));
     let layout = pipeline.get_bind_group_layout(0);
-    let mut b = batch().lock().unwrap_or_else(|e| e.into_inner());
+    // The fixed-size array keeps the common launches free of allocation.
+    match buffers {
+        [(_, a)] => order(lane, &[a])?,
+        [(_, a), (_, b)] => order(lane, &[a, b])?,
+        [(_, a), (_, b), (_, c)] => order(lane, &[a, b, c])?,
+        many => order(lane, &many.iter().map(|&(_, b)| b).collect::<Vec<_>>())?,
+    }
+    let mut b = batch(lane);
     if b.encoder.is_some() && b.used + len > ARENA_BYTES {
-        submit_locked(ctx, &mut b)?;
+        submit_locked(ctx, lane, &mut b)?;
     }
     b.encoder(ctx);
     let offset = b.used;
@@ -286,9 +412,9 @@ pub(crate) fn dispatch<P: Params>(
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     }
     ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
-    b.recorded += 1;
+    b.count(lane);
     if b.recorded >= MAX_PER_SUBMIT {
-        submit_locked(ctx, &mut b)?;
+        submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
 }
@@ -310,7 +436,7 @@ pub(crate) fn grid(ctx: &Context, threads: usize) -> Result<[u32; 3]> {
 
 /// A 1-D launch over `threads` threads.
 pub(crate) fn dispatch_1d<P: Params>(
-    ctx: &Context,
+    stream: &Stream,
     pipeline: &wgpu::ComputePipeline,
     params: &P,
     buffers: &[(u32, &GpuBuffer)],
@@ -319,13 +445,13 @@ pub(crate) fn dispatch_1d<P: Params>(
     if threads == 0 {
         return Ok(());
     }
-    dispatch(ctx, pipeline, params, buffers, grid(ctx, threads)?)
+    dispatch(stream, pipeline, params, buffers, grid(context()?, threads)?)
 }
 
-/// Copies `bytes` (rounded up to 4) from one buffer to another, in queue order.
-pub(crate) fn copy(src: &GpuBuffer, dst: &GpuBuffer, bytes: u64) -> Result<()> {
+/// Copies `bytes` (rounded up to 4) from one buffer to another, in `stream`'s order.
+pub(crate) fn copy(stream: &Stream, src: &GpuBuffer, dst: &GpuBuffer, bytes: u64) -> Result<()> {
     let n = super::buffer::align4(bytes).min(src.raw().size()).min(dst.raw().size());
-    record("copy", |enc| enc.copy_buffer_to_buffer(src.raw(), 0, dst.raw(), 0, n))
+    record(Lane::of(stream), "copy", &[src, dst], |enc| enc.copy_buffer_to_buffer(src.raw(), 0, dst.raw(), 0, n))
 }
 
 /// Waits at most `limit` for the submissions made so far, without submitting anything
@@ -333,13 +459,11 @@ pub(crate) fn copy(src: &GpuBuffer, dst: &GpuBuffer, bytes: u64) -> Result<()> {
 pub(crate) fn wait_idle(limit: Duration) -> bool {
     let Ok(ctx) = context() else { return true };
     let deadline = Instant::now() + limit;
-    // try_lock: a thread that is recording right now gets until the deadline to finish.
+    // try_lock: a thread submitting right now gets until the deadline to finish.
     let last = loop {
-        match batch().try_lock() {
-            Ok(b) => break b.in_flight.back().cloned(),
-            // A kernel that panicked while recording (eval catches it) leaves the lock
-            // poisoned; the batch itself is still consistent enough to wait on.
-            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner().in_flight.back().cloned(),
+        match LAST.try_lock() {
+            Ok(l) => break l.clone(),
+            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner().clone(),
             Err(std::sync::TryLockError::WouldBlock) => {}
         }
         if Instant::now() >= deadline {

@@ -31,7 +31,7 @@ pub(crate) fn full(stream: &Stream, dtype: DType, n: usize, value: f64) -> Resul
     let words = (n as u64 * device_elem_size(dtype)).div_ceil(4) as usize;
     let p = pipeline(ctx, Kernel::Fill, dtype, "fill", &[])?;
     let w = FillParams { n: u32_param("full", words)?, word: pattern, ..Default::default() };
-    dispatch_1d(ctx, &p, &w, &[(4, &out)], words)?;
+    dispatch_1d(stream, &p, &w, &[(4, &out)], words)?;
     Ok(out)
 }
 
@@ -62,6 +62,6 @@ pub(crate) fn arange(stream: &Stream, dtype: DType, n: usize, start: f64, step: 
     let w =
         FillParams { n: u32_param("arange", n)?, word: 0, start: (start as i64) as i32, step: (step as i64) as i32 };
     let p = pipeline(ctx, Kernel::Fill, dtype, "arange", &[])?;
-    dispatch_1d(ctx, &p, &w, &[(3, &out)], n)?;
+    dispatch_1d(stream, &p, &w, &[(3, &out)], n)?;
     Ok(out)
 }

@@ -101,8 +101,8 @@ impl Fuser for GpuFuser {
         }
         match &program.reduction {
             // One workgroup of 256 threads per output.
-            Some(_) => dispatch(ctx, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
-            None => dispatch_1d(ctx, &pipeline, &params(program)?, &bindings, n)?,
+            Some(_) => dispatch(s, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
+            None => dispatch_1d(s, &pipeline, &params(program)?, &bindings, n)?,
         }
         super::announce_ready()?;
         let mut outs: Vec<Buffer> = vec![std::sync::Arc::new(out)];

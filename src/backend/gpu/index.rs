@@ -40,7 +40,7 @@ pub(crate) fn gather(
         inner: u32_param("gather", inner)?,
         axis_len: u32_param("gather", src_len)?,
     };
-    dispatch_1d(ctx, &p, &w, &[(1, src), (2, idx), (3, &o)], n)?;
+    dispatch_1d(s, &p, &w, &[(1, src), (2, idx), (3, &o)], n)?;
     Ok(o)
 }
 
@@ -56,7 +56,7 @@ pub(crate) fn scatter(
     let ctx = context()?;
     let (dst, idx, upd) = (ins[0], ins[1], ins[2]);
     let o = alloc(s, dst.dtype, dst.len)?;
-    copy(dst, &o, dst.bytes)?;
+    copy(s, dst, &o, dst.bytes)?;
     let (outer, upd_len, inner) = split_axis(shapes[1], axis);
     let dst_len = shapes[0][axis];
     let columns = outer * inner;
@@ -71,6 +71,6 @@ pub(crate) fn scatter(
         inner: u32_param("scatter", inner)?,
         axis_len: u32_param("scatter", dst_len)?,
     };
-    dispatch_1d(ctx, &p, &w, &[(2, idx), (5, upd), (3, &o)], columns)?;
+    dispatch_1d(s, &p, &w, &[(2, idx), (5, upd), (3, &o)], columns)?;
     Ok(o)
 }

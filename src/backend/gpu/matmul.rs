@@ -66,7 +66,7 @@ pub(crate) fn matmul(s: &Stream, ins: &[&GpuBuffer], plan: &MatmulPlan) -> Resul
     while first < batches {
         let count = (batches - first).min(max);
         w.first = first as u32;
-        dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+        dispatch(s, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;
     }
     Ok(o)
@@ -158,7 +158,7 @@ fn tuned(
                 w.a_off = u(first * a_bs + a_start)?;
                 w.b_off = u(first * b_bs + b_start)?;
                 w.c_off = u(first * m * n + c_start)?;
-                dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+                dispatch(s, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
                 first += count;
             }
         }

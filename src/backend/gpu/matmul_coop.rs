@@ -401,7 +401,7 @@ pub(super) fn launch(
         w.a_off = super::u32_param("matmul", first * a_bs)?;
         w.b_off = super::u32_param("matmul", first * b_bs)?;
         w.c_off = super::u32_param("matmul", first * m * n)?;
-        dispatch(ctx, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
+        dispatch(s, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &o)], [gx as u32, gy as u32, count as u32])?;
         first += count;
     }
     Ok(Some(o))

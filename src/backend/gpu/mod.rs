@@ -125,6 +125,13 @@ pub fn uploads_here() -> u64 {
     readback::UPLOADS_HERE.with(std::cell::Cell::get)
 }
 
+/// Commands recorded for `stream` and not yet submitted to the GPU: work that a
+/// read-back or [`crate::synchronize`] on another stream leaves alone. Streams whose
+/// indices are equal modulo 64 share one encoder. For tests and profiling.
+pub fn unsubmitted(stream: &Stream) -> usize {
+    encoder::unsubmitted(stream)
+}
+
 /// True when `gpu(0)` is a software rasteriser (lavapipe, WARP...): slow, for tests.
 /// False when there is no adapter.
 pub fn is_software_adapter() -> bool {
@@ -204,9 +211,8 @@ impl Backend for GpuBackend {
         Ok(vec![result])
     }
 
-    fn synchronize(&self, _stream: &Stream) -> Result<()> {
-        // One queue serves every stream: waiting for all of it covers this one.
-        encoder::synchronize()
+    fn synchronize(&self, stream: &Stream) -> Result<()> {
+        encoder::synchronize(stream)
     }
 
     /// Every primitive has a kernel; the dtypes the GPU lacks have no decomposition
@@ -258,7 +264,7 @@ pub fn fused_source(program: &crate::fusion::Program) -> Result<String> {
 fn announce_ready() -> Result<()> {
     static READY: std::sync::Once = std::sync::Once::new();
     if !READY.is_completed() {
-        encoder::synchronize()?;
+        encoder::synchronize_all()?;
         READY.call_once(crate::lifecycle::driver_step);
     }
     Ok(())

@@ -18,6 +18,6 @@ pub(crate) fn random_bits(s: &Stream, key: &GpuBuffer, n: usize) -> Result<GpuBu
     let p = pipeline(ctx, Kernel::Random, DType::U32, "random_bits", &[])?;
     let out = alloc(s, DType::U32, n)?;
     let w = RandomParams { n: u32_param("random_bits", n)?, ..Default::default() };
-    dispatch_1d(ctx, &p, &w, &[(1, key), (4, &out)], n)?;
+    dispatch_1d(s, &p, &w, &[(1, key), (4, &out)], n)?;
     Ok(out)
 }

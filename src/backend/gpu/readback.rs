@@ -54,8 +54,12 @@ pub(crate) fn download_into(buf: &GpuBuffer, dtype: DType, len: usize, out: &mut
     let bytes = len as u64 * device_elem_size(dtype);
     let size = align4(bytes);
     let staging = Staging::take(ctx, size)?;
-    encoder::record("read-back copy", |enc| enc.copy_buffer_to_buffer(buf.raw(), 0, &staging.0, 0, size))?;
-    let idx = encoder::flush()?.ok_or_else(|| Error::Gpu("read-back: nothing was submitted".into()))?;
+    // Into the batch of the lane that wrote it, which is then submitted: other streams'
+    // recorded work stays where it is.
+    encoder::record(buf.lane, "read-back copy", &[buf], |enc| {
+        enc.copy_buffer_to_buffer(buf.raw(), 0, &staging.0, 0, size)
+    })?;
+    let idx = encoder::flush(buf.lane)?.ok_or_else(|| Error::Gpu("read-back: nothing was submitted".into()))?;
     let state = map(&staging.0.slice(..size), wgpu::MapMode::Read);
     wait_mapped(ctx, &idx, &state, "a read-back")?;
     {

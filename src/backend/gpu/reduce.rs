@@ -88,7 +88,7 @@ fn reduce_passes(
     if runs.is_empty() {
         // Nothing to reduce: a plain copy.
         let out = alloc(s, x.dtype, numel(shape))?;
-        super::encoder::copy(x, &out, out.bytes)?;
+        super::encoder::copy(s, x, &out, out.bytes)?;
         return Ok(out);
     }
     let mut cur_shape = shape.to_vec();
@@ -127,22 +127,22 @@ fn reduce_passes(
             };
             // One workgroup per segment: the grid counts workgroups, not threads.
             let g = grid(ctx, n_out * segs * 256)?;
-            dispatch(ctx, &p, &w, &[(src_slot, src), (slot, target)], g)?;
+            dispatch(s, &p, &w, &[(src_slot, src), (slot, target)], g)?;
             if segs > 1 {
                 // Partial results of each row, reduced in a second pass (in f32 when widening).
                 let r = reduce_passes(s, op, &parts, &[n_out, segs], &[1], widen)?;
-                super::encoder::copy(&r, &out, out.bytes)?;
+                super::encoder::copy(s, &r, &out, out.bytes)?;
             }
         } else if let Some(c) = line_slices(n_out, len) {
             // Partials of `c` slices per line, then the partials (in f32 when widening).
             let parts = reduce_passes(s, op, src, &[outer, c, len / c, inner], &[2], widen)?;
             let r = reduce_passes(s, op, &parts, &[outer, c, inner], &[1], widen)?;
-            super::encoder::copy(&r, &out, out.bytes)?;
+            super::encoder::copy(s, &r, &out, out.bytes)?;
         } else {
             let entry = if acc { "reduce_lines_acc" } else { "reduce_lines" };
             let p = pipeline(ctx, Kernel::Reduce, src.dtype, entry, &[("ROP", code)])?;
             let w = lines("reduce", n_out, len, inner)?;
-            dispatch_1d(ctx, &p, &w, &[(1, src), (slot, &out)], n_out)?;
+            dispatch_1d(s, &p, &w, &[(1, src), (slot, &out)], n_out)?;
         }
         for d in &mut cur_shape[first..=last] {
             *d = 1;
@@ -171,11 +171,11 @@ pub(crate) fn arg_reduce(
     if inner == 1 && len >= WG_ROW_MIN {
         // Long contiguous rows: a workgroup each, parallel along the row.
         let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce_rows", &[("ROP", code)])?;
-        dispatch(ctx, &p, &w, &[(1, x), (4, &out)], grid(ctx, n_out * 256)?)?;
+        dispatch(s, &p, &w, &[(1, x), (4, &out)], grid(ctx, n_out * 256)?)?;
         return Ok(out);
     }
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "argreduce", &[("ROP", code)])?;
-    dispatch_1d(ctx, &p, &w, &[(1, x), (4, &out)], n_out)?;
+    dispatch_1d(s, &p, &w, &[(1, x), (4, &out)], n_out)?;
     Ok(out)
 }
 
@@ -196,11 +196,11 @@ pub(crate) fn scan(
     if inner == 1 && len >= WG_ROW_MIN {
         // Long contiguous rows: a workgroup each, parallel along the row.
         let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan_rows", &[("ROP", code)])?;
-        dispatch(ctx, &p, &w, &[(1, x), (3, &out)], grid(ctx, n_lines * 256)?)?;
+        dispatch(s, &p, &w, &[(1, x), (3, &out)], grid(ctx, n_lines * 256)?)?;
         return Ok(out);
     }
     let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan", &[("ROP", code)])?;
-    dispatch_1d(ctx, &p, &w, &[(1, x), (3, &out)], n_lines)?;
+    dispatch_1d(s, &p, &w, &[(1, x), (3, &out)], n_lines)?;
     Ok(out)
 }
 

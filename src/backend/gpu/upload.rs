@@ -100,8 +100,10 @@ pub(super) fn through_ring(stream: &Stream, dtype: DType, len: usize, bytes: &[u
         }
         slot.buf.unmap();
         let offset = i as u64 * RING_CHUNK;
-        encoder::record("upload copy", |enc| enc.copy_buffer_to_buffer(&slot.buf, 0, dst.raw(), offset, size))?;
-        let idx = encoder::flush()?.ok_or_else(|| Error::Gpu("upload: nothing was submitted".into()))?;
+        encoder::record(dst.lane, "upload copy", &[&dst], |enc| {
+            enc.copy_buffer_to_buffer(&slot.buf, 0, dst.raw(), offset, size)
+        })?;
+        let idx = encoder::flush(dst.lane)?.ok_or_else(|| Error::Gpu("upload: nothing was submitted".into()))?;
         let state = map(&slot.buf.slice(..), wgpu::MapMode::Write);
         slot.pending = Some((idx, state));
     }
