@@ -482,6 +482,25 @@ fn index_ops() {
     });
 }
 
+/// Small outputs with a long K: the GPU splits K into slabs (a batched matmul into
+/// partials, then a sum), on the vec4 path, the scalar one and with transposed operands.
+#[test]
+fn matmul_long_k_splits() {
+    let cases: [(&[usize], &[usize], bool, bool); 4] = [
+        (&[40, 4096], &[4096, 36], false, false),
+        (&[9, 8192], &[8192, 37], false, false),
+        (&[4096, 24], &[4096, 20], true, false),
+        (&[16, 2048], &[12, 2048], false, true),
+    ];
+    for (sa, sb, ta, tb) in cases {
+        let (na, nb) = (sa.iter().product(), sb.iter().product());
+        let t = |x: Array, on: bool| if on { x.swapaxes(-1, -2) } else { Ok(x) };
+        check(&format!("matmul long K {sa:?}{ta} {sb:?}{tb}"), RED, || {
+            t(f32s(na, 92, -1.0, 1.0, sa)?, ta)?.matmul(&t(f32s(nb, 93, -1.0, 1.0, sb)?, tb)?)
+        });
+    }
+}
+
 #[test]
 fn matmul_ops() {
     let cases: [(&[usize], &[usize]); 12] = [

@@ -16,7 +16,7 @@ use super::shader::{Kernel, TileConfig};
 use super::{i32_param, u32_param};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::primitive::MatmulPlan;
+use crate::primitive::{MatmulPlan, ReduceOp};
 use crate::stream::Stream;
 
 /// `a @ b` as `plan` lays them out (batch dims broadcast; transposed operands read in
@@ -92,6 +92,35 @@ fn pick(ctx: &Context, m: usize, n: usize, batches: usize) -> Result<TileConfig>
         .ok_or_else(|| super::unsupported("matmul: no tile configuration fits this adapter's workgroup limits"))
 }
 
+/// Workgroups a matmul should give before K is split: two per multiprocessor of an H200
+/// (132 SMs), so each has a second tile to switch to while the first waits on memory.
+const SPLIT_GROUPS: usize = 256;
+/// The least K one split keeps: below, the partials' extra traffic outweighs the gain.
+const SPLIT_MIN_K: usize = 256;
+/// At most this many splits (the partials are `splits` outputs' worth of memory).
+const SPLIT_MAX: usize = 64;
+
+/// How many slabs to split K into for a single matmul whose tiles give `groups`
+/// workgroups: doubling while the grid is under [`SPLIT_GROUPS`], each slab keeps at least
+/// [`SPLIT_MIN_K`] and K divides into slabs of a multiple of 4 (the vec4 loads' alignment).
+/// 1 for batched matmuls, whose batches fill the grid already.
+fn k_splits(groups: usize, k: usize, batches: usize) -> usize {
+    let mut s = 1;
+    if batches != 1 {
+        return s;
+    }
+    while groups * s < SPLIT_GROUPS && s * 2 <= SPLIT_MAX && k.is_multiple_of(8 * s) && k / (2 * s) >= SPLIT_MIN_K {
+        s *= 2;
+    }
+    s
+}
+
+/// False when `LAZULI_MATMUL_SPLIT_K=0` (for measuring what splitting gains).
+fn split_k_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("LAZULI_MATMUL_SPLIT_K").map_or(true, |v| v != "0"))
+}
+
 /// The tuned kernel: batch `b` of A starts at `b * a_bs` (0 broadcasts), likewise B.
 fn tuned(
     ctx: &Context,
@@ -130,8 +159,26 @@ fn tuned(
     let cfg = pick(ctx, m, n, batches)?;
     // vec4 loads run along the stored rows: K (M if A is transposed), N (K if B is).
     let entry = if [n, lda, ldb].iter().all(|v| v.is_multiple_of(4)) { "matmul_vec4" } else { "matmul_scalar" };
-    log::debug!("gpu matmul {m}x{k} @ {k}x{n}, {batches} batches, {dtype}: tiled kernel {cfg:?}, {entry}");
     let p = pipeline(ctx, Kernel::Matmul(cfg), dtype, entry, &[])?;
+    let groups = m.div_ceil(cfg.bm as usize) * n.div_ceil(cfg.bn as usize) * batches;
+    let splits = if dtype == DType::F32 && split_k_enabled() { k_splits(groups, k, batches) } else { 1 };
+    log::debug!(
+        "gpu matmul {m}x{k} @ {k}x{n}, {batches} batches, {dtype}: tiled kernel {cfg:?}, {entry}, {splits} K splits"
+    );
+    if splits > 1 {
+        // Split j multiplies K-slab j (its columns of A, its rows of B) as batch j of a
+        // batched matmul into partials; a sum over the batch axis gives C.
+        let ks = k / splits;
+        w.K = u(ks)?;
+        w.batch = splits as u32;
+        w.a_bstride = u(if ta { ks * lda } else { ks })?;
+        w.b_bstride = u(if tb { ks } else { ks * ldb })?;
+        w.c_bstride = u(m * n)?;
+        let partials = alloc(s, dtype, splits * m * n)?;
+        let (gx, gy) = (n.div_ceil(cfg.bn as usize), m.div_ceil(cfg.bm as usize));
+        dispatch(s, &p, &w, &[(1, ins[0]), (2, ins[1]), (3, &partials)], [gx as u32, gy as u32, splits as u32])?;
+        return super::reduce::reduce(s, ReduceOp::Sum, &partials, &[splits, m * n], &[0]);
+    }
     let o = alloc(s, dtype, batches * m * n)?;
     let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
     // An output wider or taller than one dispatch's grid (e.g. [1, 1] @ [1, 2^24]) runs
@@ -164,4 +211,23 @@ fn tuned(
         }
     }
     Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::k_splits;
+
+    #[test]
+    fn k_is_split_only_where_the_grid_is_small() {
+        // 1024^3 on 64x128 tiles: 128 workgroups, two slabs of 512.
+        assert_eq!(k_splits(128, 1024, 1), 2);
+        assert_eq!(k_splits(256, 1024, 1), 1, "a grid of two per SM is left alone");
+        assert_eq!(k_splits(128, 1024, 4), 1, "batches fill the grid");
+        // A tiny output with a long K: as many slabs as allowed.
+        assert_eq!(k_splits(1, 1 << 16, 1), 64);
+        // Slabs keep at least 256 of K, and a multiple of 4.
+        assert_eq!(k_splits(1, 1024, 1), 4);
+        assert_eq!(k_splits(1, 511, 1), 1);
+        assert_eq!(k_splits(1, 1028, 1), 1, "slabs of 514 would break the vec4 alignment");
+    }
 }

@@ -20,12 +20,16 @@
 //! # Matmul
 //! f32 and f16 run on a tiled SIMT kernel (`shaders/matmul.wgsl`); f16 runs on tensor
 //! cores (`shaders/matmul_coop.wgsl`) where the device has cooperative matrices (see
-//! [`adapter_summary`]). Transposed operands are read in place by both.
+//! [`adapter_summary`]). Transposed operands are read in place by both. A single f32
+//! matmul whose tiles would leave the GPU half idle (under two workgroups per
+//! multiprocessor of an H200) and whose K is long splits K into slabs: a batched matmul
+//! into partials, then a sum over them.
 //!
 //! # Environment
 //! `WGPU_BACKEND` / `WGPU_ADAPTER_NAME` choose the adapter; `LAZULI_GPU_TIMEOUT_S` bounds
 //! every wait on the GPU (default 300 s); `LAZULI_NO_COOP=1` keeps wgpu's experimental
 //! cooperative-matrix feature off (f16 matmul then runs on the SIMT kernel);
+//! `LAZULI_MATMUL_SPLIT_K=0` turns the K split off (to measure it);
 //! `LAZULI_GPU_MAX_WORKGROUPS=n` plans every dispatch as if the adapter allowed at most
 //! `n` workgroups per grid dimension (for testing the paths that split large grids).
 
