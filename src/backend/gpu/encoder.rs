@@ -67,22 +67,23 @@ impl Lane {
 
 struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
-    /// The lane's parameter buffer: every dispatch binds its block at an offset in it.
-    /// Made once per lane and reused by every batch; the blocks are staged in `params`
-    /// and written with one `Queue::write_buffer` just before the batch is submitted,
-    /// which the queue orders after the previous batches' reads of it. (A buffer mapped
-    /// at creation per batch, as before, cost a buffer creation and its staging copy per
-    /// submit.)
+    /// The parameter blocks of the batch being recorded: one buffer, mapped at creation,
+    /// each dispatch writing its block at `used` and binding that range. It is unmapped
+    /// just before the batch is submitted, so one buffer (and one copy) per submit
+    /// replaces a mapped buffer per dispatch. Created with the encoder. (One persistent
+    /// arena written with `Queue::write_buffer` per submit was tried and reverted: on an
+    /// H200, after a loop of tiny read-backs and a 256 MB transfer, every submit and
+    /// poll then took about 2 ms, and a synchronized 1024^3 matmul ran at 0.66 TFLOP/s
+    /// instead of 15-17.)
     arena: Option<wgpu::Buffer>,
-    /// The batch's parameter blocks, at their offsets in `arena`.
-    params: Vec<u8>,
+    /// Bytes of `arena` written so far.
+    used: u64,
     recorded: usize,
     in_flight: VecDeque<wgpu::SubmissionIndex>,
 }
 
 impl Batch {
-    const EMPTY: Batch =
-        Batch { encoder: None, arena: None, params: Vec::new(), recorded: 0, in_flight: VecDeque::new() };
+    const EMPTY: Batch = Batch { encoder: None, arena: None, used: 0, recorded: 0, in_flight: VecDeque::new() };
 
     /// Counts one more recorded command (and publishes the count, see [`PENDING`]).
     fn count(&mut self, lane: Lane) {
@@ -90,23 +91,20 @@ impl Batch {
         PENDING[lane.0 as usize].store(self.recorded, Ordering::Release);
     }
 
-    /// The encoder of the batch being recorded, made if none.
+    /// The encoder of the batch being recorded, made (with its parameter arena) if none.
     fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
+        if self.encoder.is_none() {
+            self.arena = Some(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("lazuli params"),
+                size: ARENA_BYTES,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: true,
+            }));
+            self.used = 0;
+        }
         self.encoder.get_or_insert_with(|| {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lazuli") })
         })
-    }
-
-    /// Makes the lane's parameter buffer on first use.
-    fn make_arena(&mut self, ctx: &Context) {
-        self.arena.get_or_insert_with(|| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("lazuli params"),
-                size: ARENA_BYTES,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
     }
 }
 
@@ -217,18 +215,19 @@ pub(crate) fn unsubmitted(stream: &Stream) -> usize {
 fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
     let Some(enc) = b.encoder.take() else { return Ok(()) };
     b.recorded = 0;
+    let arena = b.arena.take();
     let submitted = ctx.check_lost().and_then(|()| {
-        let _g = poll_lock();
-        if let Some(arena) = &b.arena
-            && !b.params.is_empty()
-        {
-            ctx.queue.write_buffer(arena, 0, &b.params);
+        if let Some(arena) = arena {
+            // The blocks written so far become visible to the batch's dispatches (wgpu
+            // copies them in before the batch's commands); the buffer is freed once the
+            // submission is done with it.
+            arena.unmap();
         }
+        let _g = poll_lock();
         let idx = ctx.scoped("submit", || Ok(ctx.queue.submit([enc.finish()])))?;
         *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(idx.clone());
         Ok(idx)
     });
-    b.params.clear();
     // Submitted, or dropped with the error: either way nothing of the lane waits.
     PENDING[lane.0 as usize].store(0, Ordering::Release);
     let idx = submitted?;
@@ -343,10 +342,10 @@ pub(crate) fn synchronize_all() -> Result<()> {
 
 /// One kernel launch: the pipeline, its parameters (binding 0) and buffers by binding.
 ///
-/// Per launch: the parameter block is staged with the batch's others (no buffer of its
-/// own; see [`Batch::arena`]), one bind group is made, one compute pass recorded; one
-/// lock (the lane's batch) is taken, plus one per buffer another lane wrote (see
-/// [`order`]), and no error scope (see [`record`]).
+/// Per launch: the parameter block is written into the batch's arena (no buffer of its
+/// own), one bind group is made, one compute pass recorded; one lock (the lane's batch)
+/// is taken, plus one per buffer another lane wrote (see [`order`]), and no error scope
+/// (see [`record`]).
 pub(crate) fn dispatch<P: Params>(
     stream: &Stream,
     pipeline: &wgpu::ComputePipeline,
@@ -372,16 +371,20 @@ pub(crate) fn dispatch<P: Params>(
         many => order(lane, &many.iter().map(|&(_, b)| b).collect::<Vec<_>>())?,
     }
     let mut b = batch(lane);
-    if b.encoder.is_some() && b.params.len() as u64 + len > ARENA_BYTES {
+    if b.encoder.is_some() && b.used + len > ARENA_BYTES {
         submit_locked(ctx, lane, &mut b)?;
     }
     b.encoder(ctx);
-    let offset = b.params.len() as u64;
-    b.params.extend_from_slice(data);
-    // Zero padding up to the next block's alignment (and the 4-byte minimum binding).
-    b.params.resize(((offset + len).div_ceil(align) * align) as usize, 0);
-    b.make_arena(ctx);
-    let arena = b.arena.as_ref().expect("made above");
+    let offset = b.used;
+    b.used = (offset + len).div_ceil(align) * align;
+    let arena = b.arena.as_ref().expect("made with the encoder");
+    {
+        let mut view = arena
+            .slice(offset..offset + len)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::Gpu(format!("kernel parameters: {e}")))?;
+        view.slice(..data.len()).copy_from_slice(data);
+    }
     let p = wgpu::BindGroupEntry {
         binding: 0,
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
