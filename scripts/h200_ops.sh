@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 12/13 numbers on the H200 (device tool), from the repo root, carrying .gl and .h200;
-# `bash scripts/h200_ops.sh [all | tests ops fusion streams matmul ...]`:
+# `bash scripts/h200_ops.sh [all | tests ops cpu fusion streams matmul ...]`:
 # the tests, then examples/ops_bench beside scripts/ops_ref.py on the GPU (PyTorch) and on
 # the host's CPU (NumPy), then examples/fusion_bench beside scripts/fusion_ref.py, all in one
 # call. Prepare here: `cargo test --release --no-run --features ndarray`; `cargo build
@@ -29,6 +29,8 @@ if has ops; then
     echo; timeout 60 $b/examples/ops_bench --device gpu --only chain1000,tiny,transfer,matmul1024,matmul2048
     echo; timeout 150 python3 scripts/torch_ops.py
   } 2>&1 | grep -v Warning | tee $OUT/ops_gpu.md
+fi
+if has cpu; then
   echo "== ops, CPU beside NumPy (1M and 64M)"
   for n in 1048576 67108864; do
     timeout 150 $b/examples/ops_bench --device cpu --size $n

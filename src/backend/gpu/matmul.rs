@@ -92,10 +92,13 @@ fn pick(ctx: &Context, m: usize, n: usize, batches: usize) -> Result<TileConfig>
         .ok_or_else(|| super::unsupported("matmul: no tile configuration fits this adapter's workgroup limits"))
 }
 
-/// Workgroups a matmul should give before K is split: two per multiprocessor of an H200
-/// (132 SMs), so each has a second tile to switch to while the first waits on memory.
-const SPLIT_GROUPS: usize = 256;
-/// The least K one split keeps: below, the partials' extra traffic outweighs the gain.
+/// Workgroups a matmul should give before K is split: about one per multiprocessor of an
+/// H200 (132 SMs), as in [`pick`]. Measured there (`examples/matmul_bench`, f32, splitting
+/// up to 256 workgroups against none): 512^3 6.4 against 4.6 TFLOP/s, 1024^3 24.5 against
+/// 23.7, but 2048^3 34.7 against 37.4, so grids of 128 and more are left whole.
+const SPLIT_GROUPS: usize = 128;
+/// The least K one slab keeps: each slab writes a whole output of partials, which shorter
+/// slabs would make large beside their share of the work.
 const SPLIT_MIN_K: usize = 256;
 /// At most this many splits (the partials are `splits` outputs' worth of memory).
 const SPLIT_MAX: usize = 64;
@@ -219,10 +222,10 @@ mod tests {
 
     #[test]
     fn k_is_split_only_where_the_grid_is_small() {
-        // 1024^3 on 64x128 tiles: 128 workgroups, two slabs of 512.
-        assert_eq!(k_splits(128, 1024, 1), 2);
-        assert_eq!(k_splits(256, 1024, 1), 1, "a grid of two per SM is left alone");
-        assert_eq!(k_splits(128, 1024, 4), 1, "batches fill the grid");
+        // 512^3 on 64x64 tiles: 64 workgroups, two slabs of 256.
+        assert_eq!(k_splits(64, 512, 1), 2);
+        assert_eq!(k_splits(128, 1024, 1), 1, "a grid of one per SM is left whole");
+        assert_eq!(k_splits(64, 1024, 4), 1, "batches fill the grid");
         // A tiny output with a long K: as many slabs as allowed.
         assert_eq!(k_splits(1, 1 << 16, 1), 64);
         // Slabs keep at least 256 of K, and a multiple of 4.

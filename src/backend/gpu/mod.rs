@@ -21,7 +21,7 @@
 //! f32 and f16 run on a tiled SIMT kernel (`shaders/matmul.wgsl`); f16 runs on tensor
 //! cores (`shaders/matmul_coop.wgsl`) where the device has cooperative matrices (see
 //! [`adapter_summary`]). Transposed operands are read in place by both. A single f32
-//! matmul whose tiles would leave the GPU half idle (under two workgroups per
+//! matmul whose tiles would leave multiprocessors idle (under one workgroup per
 //! multiprocessor of an H200) and whose K is long splits K into slabs: a batched matmul
 //! into partials, then a sum over them.
 //!
