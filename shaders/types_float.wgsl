@@ -564,13 +564,20 @@ fn fmod_is_nan(a: f32, b: f32) -> bool {
 fn rem_f32(a: f32, b: f32) -> f32 {
     // NumPy's npy_divmod: sign follows the divisor, from the exact fmod.
     if fmod_is_nan(a, b) { return f32_nan(); }
-    var r = fmod_f32(a, b);
+    // Below a divisor near the bottom of the normal range the fmod can be subnormal,
+    // which a device that flushes subnormals loses before the divisor is added back
+    // (NVIDIA: 13.602261543 rem -4.0110308e-38 gave -0, not -3.8577097e-38). fmod commutes
+    // exactly with scaling both operands by 2^24 where the dividend leaves room.
+    var s = 1.0;
+    if abs(b) < 1.0e-30 && abs(a) < 1.0e30 { s = 16777216.0; }
+    let bs = b * s;
+    var r = fmod_f32(a * s, bs);
     if r != 0.0 {
-        if (r < 0.0) != (b < 0.0) { r += b; }
+        if (r < 0.0) != (bs < 0.0) { r += bs; }
     } else {
         r = copysign_f32(0.0, b);
     }
-    return r;
+    return r / s;
 }
 
 // NumPy's floor_divide for floats (npy_divmod): from the exact fmod, so a quotient that
