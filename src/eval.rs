@@ -4,7 +4,7 @@
 //! A node whose backend does not [`support`](crate::backend::Backend::supports) its
 //! primitive runs the primitive's decomposition instead, on the same stream.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -52,6 +52,8 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
     let mut seen: HashSet<*const Node> = HashSet::new();
     // (node, children pushed already?)
     let mut stack: Vec<(Array, bool)> = outputs.iter().map(|a| ((*a).clone(), false)).collect();
+    // Unvisited inputs of the node being expanded; one buffer for the whole walk.
+    let mut next: Vec<Array> = Vec::new();
     while let Some((a, expanded)) = stack.pop() {
         if expanded {
             order.push(Arc::downgrade(&a.0));
@@ -60,16 +62,14 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Vec<Weak<Node>> {
         if !seen.insert(a.ptr()) {
             continue;
         }
-        let inputs = match &*a.0.lock() {
-            State::Pending { inputs, .. } => inputs.clone(),
-            State::Running | State::Ready { .. } | State::Failed(_) => continue,
-        };
-        stack.push((a, true));
-        for i in inputs.into_iter().rev() {
-            if !seen.contains(&i.ptr()) {
-                stack.push((i, false));
+        match &*a.0.lock() {
+            State::Pending { inputs, .. } => {
+                next.extend(inputs.iter().rev().filter(|i| !seen.contains(&i.ptr())).cloned());
             }
+            State::Running | State::Ready { .. } | State::Failed(_) => continue,
         }
+        stack.push((a, true));
+        stack.extend(next.drain(..).map(|i| (i, false)));
     }
     order
 }

@@ -1,6 +1,6 @@
 //! The fusion pass: from the topological order to a plan of single nodes and regions.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, Weak};
 
 use super::program::{Program, Reduction, Step};
@@ -130,8 +130,15 @@ fn fuser_for(stream: &Stream) -> Option<&'static dyn Fuser> {
 
 /// True if the backend takes `op` (with these inputs) as a region step.
 fn accepted(f: &dyn Fuser, op: &Primitive, inputs: &[Array], out: &Meta) -> bool {
-    let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
-    f.accepts(op, &metas, out)
+    // Steps take at most three inputs: their metas on the stack (the planner asks this
+    // for every node of every eval).
+    match inputs {
+        [] => f.accepts(op, &[], out),
+        [a] => f.accepts(op, &[a.meta()], out),
+        [a, b] => f.accepts(op, &[a.meta(), b.meta()], out),
+        [a, b, c] => f.accepts(op, &[a.meta(), b.meta(), c.meta()], out),
+        many => f.accepts(op, &many.iter().map(Array::meta).collect::<Vec<_>>(), out),
+    }
 }
 
 /// True if `a` is a pending reduction whose backend would run it fused with an
@@ -230,9 +237,10 @@ struct Growth<'a> {
 impl Growth<'_> {
     /// Records the inputs of member `m` as leaves or constants, and queues the leaves.
     fn add_inputs_of(&mut self, m: *const Node) {
-        // A temporary copy (dropped before any reference count is compared).
-        let inputs = self.members[&m].2.clone();
-        for i in &inputs {
+        for k in 0..self.members[&m].2.len() {
+            // A temporary handle (dropped before any reference count is compared).
+            let i = self.members[&m].2[k].clone();
+            let i = &i;
             let p = i.ptr();
             if self.members.contains_key(&p) || self.consts.contains_key(&p) {
                 continue;
@@ -250,12 +258,17 @@ impl Growth<'_> {
     /// Buffers the region would bind (besides its main output) if one leaf were absorbed,
     /// its `inputs` added, and `exposing` it as an extra output.
     fn bindings_after(&self, inputs: &[Array], exposing: bool) -> usize {
-        let new: HashSet<*const Node> = inputs
-            .iter()
-            .map(Array::ptr)
-            .filter(|p| !self.members.contains_key(p) && !self.consts.contains_key(p) && !self.refs.contains_key(p))
-            .collect();
-        self.refs.len() - 1 + new.len() + self.exposed.len() + usize::from(exposing)
+        // Distinct new leaves, by a scan (a step has at most three inputs).
+        let new = (0..inputs.len())
+            .filter(|&k| {
+                let p = inputs[k].ptr();
+                !inputs[..k].iter().any(|e| e.ptr() == p)
+                    && !self.members.contains_key(&p)
+                    && !self.consts.contains_key(&p)
+                    && !self.refs.contains_key(&p)
+            })
+            .count();
+        self.refs.len() - 1 + new + self.exposed.len() + usize::from(exposing)
     }
 
     fn try_absorb(&mut self, p: *const Node) {
@@ -278,7 +291,7 @@ impl Growth<'_> {
             return;
         }
         let Some((op, inputs)) = pending(&a) else { return };
-        if Step::of(&op, &vec![0; inputs.len()]).is_none()
+        if !Step::fits(&op, inputs.len())
             || !accepted(self.fuser, &op, &inputs, a.meta())
             || self.bindings_after(&inputs, held_outside) > self.limits.max_inputs
         {

@@ -63,6 +63,12 @@ impl Program {
 }
 
 impl Step {
+    /// True if `op` with `inputs` operands is a step ([`Step::of`] without the indices).
+    pub(crate) fn fits(op: &Primitive, inputs: usize) -> bool {
+        // No step takes more than three operands.
+        inputs <= 3 && Step::of(op, &[0; 3][..inputs]).is_some()
+    }
+
     /// The step a primitive is in a region, with its operands' value indices; `None` for
     /// primitives that are not elementwise (they never join a region). `Full` becomes a
     /// constant and takes no operands.
