@@ -10,7 +10,23 @@ use lazuli::{Array, Device, Result, Stream, with_stream};
 /// Two fresh GPU streams, after one kernel has run and been read back (the first kernel
 /// of a process submits everything once, for the exit hook).
 fn two_streams() -> Result<(Stream, Stream)> {
-    let (a, b) = (lazuli::new_stream(Device::gpu(0))?, lazuli::new_stream(Device::gpu(0))?);
+    // Streams whose indices agree modulo 64 share an encoder; the default GPU stream is
+    // the one every other GPU test records on. Take two that share with neither.
+    let lane = |s: &Stream| s.index % 64;
+    let default = lane(&lazuli::default_stream(Device::gpu(0))?);
+    let fresh = || loop {
+        let s = lazuli::new_stream(Device::gpu(0))?;
+        if lane(&s) != default {
+            return Ok::<_, lazuli::Error>(s);
+        }
+    };
+    let a = fresh()?;
+    let b = loop {
+        let b = fresh()?;
+        if lane(&b) != lane(&a) {
+            break b;
+        }
+    };
     with_stream(&a, || Array::from_slice(&[1.0f32], &[1])?.neg()?.to_vec::<f32>())?;
     Ok((a, b))
 }

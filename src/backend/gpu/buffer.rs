@@ -4,7 +4,8 @@
 //! kernel output, a copy) is recorded in the stream's batch after whatever read it
 //! before it was released, and the one queue runs commands in order. Across streams,
 //! whose batches are submitted independently, a pooled buffer keeps the set of lanes
-//! that used it and [`alloc`] submits those first (`encoder::order`). Only
+//! that used it and [`alloc`] hands it only to a lane for which the others have
+//! submitted everything (`encoder::clean`), making a new buffer otherwise. Only
 //! `Queue::write_buffer` would jump queue order, so nothing here uses it: uploads go
 //! through buffers mapped at creation or copies recorded in the batch.
 

@@ -186,8 +186,11 @@ pub(crate) fn record(
     order(lane, buffers)?;
     let mut b = batch(lane);
     f(b.encoder(ctx));
-    ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
+    // Counted before the check: an error (possibly another thread's, the check reads the
+    // whole device's) must not leave a recorded command uncounted, or the lane would look
+    // clean to the pool while it still holds that command.
     b.count(lane);
+    ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
     if b.recorded >= MAX_PER_SUBMIT {
         submit_locked(ctx, lane, &mut b)?;
     }
@@ -415,8 +418,9 @@ pub(crate) fn dispatch<P: Params>(
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     }
-    ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
+    // Counted before the check, as in `record`.
     b.count(lane);
+    ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
     if b.recorded >= MAX_PER_SUBMIT {
         submit_locked(ctx, lane, &mut b)?;
     }

@@ -100,10 +100,19 @@ pub(super) fn through_ring(stream: &Stream, dtype: DType, len: usize, bytes: &[u
         }
         slot.buf.unmap();
         let offset = i as u64 * RING_CHUNK;
-        encoder::record(dst.lane, "upload copy", &[&dst], |enc| {
+        let copied = encoder::record(dst.lane, "upload copy", &[&dst], |enc| {
             enc.copy_buffer_to_buffer(&slot.buf, 0, dst.raw(), offset, size)
-        })?;
-        let idx = encoder::flush(dst.lane)?.ok_or_else(|| Error::Gpu("upload: nothing was submitted".into()))?;
+        })
+        .and_then(|()| encoder::flush(dst.lane))
+        .and_then(|idx| idx.ok_or_else(|| Error::Gpu("upload: nothing was submitted".into())));
+        let idx = match copied {
+            Ok(idx) => idx,
+            Err(e) => {
+                // Unmapped and not being mapped again: drop it, as above.
+                slots.remove(k);
+                return Err(e);
+            }
+        };
         let state = map(&slot.buf.slice(..), wgpu::MapMode::Write);
         slot.pending = Some((idx, state));
     }
