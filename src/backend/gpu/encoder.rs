@@ -254,15 +254,23 @@ pub(crate) fn wait(ctx: &Context, idx: &wgpu::SubmissionIndex, done: impl Fn() -
         if left.is_zero() {
             return Err(timed_out(ctx, "GPU work"));
         }
-        if poll_for(ctx, idx, left.min(Duration::from_millis(500)))? {
+        if poll_for(ctx, idx, left.min(WAIT_SLICE))? {
             return Ok(());
         }
+        // Lets a thread waiting for the poll lock (to submit) take it between slices.
+        std::thread::yield_now();
         ctx.check()?;
         if done() {
             return Ok(());
         }
     }
 }
+
+/// The longest one blocking poll of [`wait`] lasts. A poll holds the poll lock, which
+/// every submit needs: a lane submitting while another lane's thread waits is held up
+/// about this long (with 500 ms slices, up to 500 ms). Completion wakes the poll at once,
+/// so a short slice costs no latency.
+const WAIT_SLICE: Duration = Duration::from_millis(2);
 
 /// Waits at most `step` for submission `idx`; true if it is done (the device checked).
 fn poll_for(ctx: &Context, idx: &wgpu::SubmissionIndex, step: Duration) -> Result<bool> {
