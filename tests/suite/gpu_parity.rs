@@ -493,12 +493,24 @@ fn matmul_long_k_splits() {
         (&[16, 2048], &[12, 2048], false, true),
     ];
     for (sa, sb, ta, tb) in cases {
-        let (na, nb) = (sa.iter().product(), sb.iter().product());
-        let t = |x: Array, on: bool| if on { x.swapaxes(-1, -2) } else { Ok(x) };
         check(&format!("matmul long K {sa:?}{ta} {sb:?}{tb}"), RED, || {
-            t(f32s(na, 92, -1.0, 1.0, sa)?, ta)?.matmul(&t(f32s(nb, 93, -1.0, 1.0, sb)?, tb)?)
+            transposed_matmul((sa, ta, 92), (sb, tb, 93), DType::F32)
         });
     }
+}
+
+/// `a @ b` of values in [-1, 1] (from the seeds) stored with shapes `sa` and `sb` and
+/// given `dtype`, each operand's last two axes swapped where its flag says.
+fn transposed_matmul(
+    (sa, ta, seed_a): (&[usize], bool, u64),
+    (sb, tb, seed_b): (&[usize], bool, u64),
+    dtype: DType,
+) -> Result<Array> {
+    let operand = |shape: &[usize], swap: bool, seed: u64| {
+        let x = f32s(shape.iter().product(), seed, -1.0, 1.0, shape)?.astype(dtype)?;
+        if swap { x.swapaxes(-1, -2) } else { Ok(x) }
+    };
+    operand(sa, ta, seed_a)?.matmul(&operand(sb, tb, seed_b)?)
 }
 
 #[test]
@@ -549,14 +561,11 @@ fn matmul_ops() {
         (&[7, 33], &[5, 7], true, true),
     ];
     for (sa, sb, ta, tb) in trans {
-        let (na, nb) = (sa.iter().product(), sb.iter().product());
-        let t = |x: Array, on: bool| if on { x.swapaxes(-1, -2) } else { Ok(x) };
         check(&format!("matmul transposed {sa:?}{ta} {sb:?}{tb}"), RED, || {
-            t(f32s(na, 88, -1.0, 1.0, sa)?, ta)?.matmul(&t(f32s(nb, 89, -1.0, 1.0, sb)?, tb)?)
+            transposed_matmul((sa, ta, 88), (sb, tb, 89), DType::F32)
         });
         check_f16(&format!("matmul f16 transposed {sa:?}{ta} {sb:?}{tb}"), HALF, || {
-            let a = t(f32s(na, 90, -1.0, 1.0, sa)?.astype(DType::F16)?, ta)?;
-            a.matmul(&t(f32s(nb, 91, -1.0, 1.0, sb)?.astype(DType::F16)?, tb)?)
+            transposed_matmul((sa, ta, 90), (sb, tb, 91), DType::F16)
         });
     }
     check("matmul K = 0", EXACT, || lazuli::zeros(&[3, 0], DType::F32)?.matmul(&lazuli::zeros(&[0, 4], DType::F32)?));

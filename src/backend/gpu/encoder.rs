@@ -42,7 +42,7 @@ const ARENA_BYTES: u64 = MAX_PER_SUBMIT as u64 * 256;
 /// share a lane share an encoder, which is still correct (a batch is an ordered
 /// recording), and the lanes are a fixed table found without a lock. 64 so that the set
 /// of lanes using a buffer is one `u64`.
-pub(crate) const LANES: usize = 64;
+const LANES: usize = 64;
 
 /// The batch a stream records into (see [`LANES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +59,16 @@ impl Lane {
         1 << self.0
     }
 
-    /// The lanes of a users set.
-    pub(crate) fn all_in(set: u64) -> impl Iterator<Item = Lane> {
-        (0..LANES as u8).filter(move |&i| set & (1 << i) != 0).map(Lane)
+    /// The lanes of a users set, lowest first: one step per lane in the set (the pool
+    /// asks this for every allocation, usually of an empty set).
+    pub(crate) fn all_in(mut set: u64) -> impl Iterator<Item = Lane> {
+        std::iter::from_fn(move || {
+            (set != 0).then(|| {
+                let i = set.trailing_zeros() as u8;
+                set &= set - 1;
+                Lane(i)
+            })
+        })
     }
 }
 
@@ -148,7 +155,7 @@ fn last() -> Option<wgpu::SubmissionIndex> {
 /// lane's: a buffer another lane wrote has that lane submitted first (the write is
 /// recorded there, before the buffer was handed out), and every buffer remembers that
 /// `lane` used it, for reuse from the pool.
-pub(crate) fn order(lane: Lane, buffers: &[&GpuBuffer]) -> Result<()> {
+pub(crate) fn order<'b>(lane: Lane, buffers: impl IntoIterator<Item = &'b GpuBuffer>) -> Result<()> {
     for b in buffers {
         b.users.fetch_or(lane.bit(), Ordering::Relaxed);
         if b.lane != lane && !clean(b.lane.bit()) {
@@ -183,7 +190,7 @@ pub(crate) fn record(
 ) -> Result<()> {
     let ctx = context()?;
     ctx.check_lost()?;
-    order(lane, buffers)?;
+    order(lane, buffers.iter().copied())?;
     let mut b = batch(lane);
     f(b.encoder(ctx));
     // Counted before the check: an error (possibly another thread's, the check reads the
@@ -210,8 +217,12 @@ fn submit(lane: Lane) -> Result<()> {
     flush(lane).map(drop)
 }
 
-/// Commands `stream`'s lane has recorded and not yet submitted.
+/// Commands `stream`'s lane has recorded and not yet submitted (0 for a stream of
+/// another device, which records nothing here).
 pub(crate) fn unsubmitted(stream: &Stream) -> usize {
+    if stream.device.kind != crate::stream::DeviceKind::Gpu {
+        return 0;
+    }
     PENDING[Lane::of(stream).0 as usize].load(Ordering::Acquire)
 }
 
@@ -374,13 +385,7 @@ pub(crate) fn dispatch<P: Params>(
     let len = (data.len() as u64).max(4);
     let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment.max(4));
     let layout = pipeline.get_bind_group_layout(0);
-    // The fixed-size array keeps the common launches free of allocation.
-    match buffers {
-        [(_, a)] => order(lane, &[a])?,
-        [(_, a), (_, b)] => order(lane, &[a, b])?,
-        [(_, a), (_, b), (_, c)] => order(lane, &[a, b, c])?,
-        many => order(lane, &many.iter().map(|&(_, b)| b).collect::<Vec<_>>())?,
-    }
+    order(lane, buffers.iter().map(|&(_, b)| b))?;
     let mut b = batch(lane);
     if b.encoder.is_some() && b.used + len > ARENA_BYTES {
         submit_locked(ctx, lane, &mut b)?;
@@ -492,4 +497,19 @@ pub(crate) fn wait_idle(limit: Duration) -> bool {
     let _g = poll_lock();
     let wait = wgpu::PollType::Wait { submission_index: Some(idx), timeout: Some(limit) };
     matches!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait))), Ok(Ok(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lane;
+
+    #[test]
+    fn lanes_of_a_set_are_its_bits() {
+        let lanes = |set| Lane::all_in(set).map(|l| l.0).collect::<Vec<_>>();
+        assert_eq!(lanes(0), Vec::<u8>::new());
+        assert_eq!(lanes(0b1011), vec![0, 1, 3]);
+        assert_eq!(lanes(1 << 63), vec![63]);
+        assert_eq!(lanes(u64::MAX).len(), 64);
+        assert!(Lane::all_in(Lane(5).bit()).eq([Lane(5)]));
+    }
 }
