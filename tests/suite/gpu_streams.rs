@@ -56,6 +56,13 @@ fn a_read_back_leaves_other_streams_unsubmitted() {
 }
 
 #[test]
+fn streams_of_other_devices_record_nothing_on_the_gpu() {
+    let cpu = lazuli::new_stream(Device::cpu()).unwrap();
+    with_stream(&cpu, || Array::from_slice(&[1.0f32, 2.0], &[2])?.exp()?.eval()).unwrap();
+    assert_eq!(unsubmitted(&cpu), 0);
+}
+
+#[test]
 fn synchronize_submits_its_own_stream() {
     if !gpu_available() {
         return;
