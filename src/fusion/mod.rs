@@ -6,6 +6,9 @@
 //! towards its inputs, absorbing an input node only when
 //! - it is pending, elementwise, on the root's stream, of the root's shape (a region
 //!   computes every value once per output element; broadcast happens only at its inputs),
+//!   or, where the backend has [`Limits::row_regions`], a reduction of a value of the
+//!   region's shape that later members read (softmax, layer_norm: one kernel run row by
+//!   row, [`Step::Reduce`]) or a member of a shape that broadcasts to the region's,
 //! - no node of this eval outside the region consumes it, and it was not built in a
 //!   transform's retaining scope (`grad` may read it later),
 //! - the backend's [`Fuser`] accepts it, and the region stays within [`Limits`].
@@ -33,8 +36,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use plan::{Limits, programs};
-pub(crate) use plan::{Plan, Region, fuses_reduction, plan};
-pub use program::{Program, Reduction, Step};
+pub(crate) use plan::{Plan, Region, plan};
+pub use program::{Program, Step};
 
 use crate::backend::{Buffer, Input};
 use crate::error::Result;

@@ -3,11 +3,11 @@
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, Weak};
 
-use super::program::{Program, Reduction, Step};
+use super::program::{Program, Step};
 use super::{Fuser, debug};
 use crate::array::{Array, Node, State};
 use crate::backend::backend_for;
-use crate::primitive::{FusionClass, Meta, Primitive};
+use crate::primitive::{FusionClass, Meta, Primitive, ReduceOp};
 use crate::stream::Stream;
 
 /// Bounds on a region, the one place they are set (each backend's [`Fuser`] gives its own).
@@ -24,6 +24,11 @@ pub struct Limits {
     /// rows) is a region on its own: worth it where generated kernels index broadcasts
     /// better than the backend's own kernels do (the GPU's are unrolled for the rank).
     pub lone_broadcasts: bool,
+    /// Whether a region may hold reductions that later steps read ([`Step::Reduce`]:
+    /// softmax or layer_norm as one kernel, run row by row) and members of a broadcast
+    /// shape (`var + eps` per row), computed again at every element. Worth it where the
+    /// kernels are memory-bound (the GPU); the CPU would pay the recomputation.
+    pub row_regions: bool,
 }
 
 /// A region ready to run: its root node, the nodes it absorbed, its inputs and program.
@@ -141,16 +146,6 @@ fn accepted(f: &dyn Fuser, op: &Primitive, inputs: &[Array], out: &Meta) -> bool
     }
 }
 
-/// True if `a` is a pending reduction whose backend would run it fused with an
-/// elementwise prologue (so a composite op may give the reduction its own copy of a
-/// cheap value rather than share one that must then be written out).
-pub(crate) fn fuses_reduction(a: &Array) -> bool {
-    let Some((op, inputs)) = pending(a) else { return false };
-    matches!(op, Primitive::Reduce(_))
-        && crate::fusion::enabled()
-        && fuser_for(&a.stream()).is_some_and(|f| accepted(f, &op, &inputs, a.meta()))
-}
-
 /// A one-element constant the region can fold in, whoever else holds it.
 fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
     if a.stream() != *stream || a.meta().numel() != 1 {
@@ -168,10 +163,10 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
     if root.0.retain || root.meta().numel() == 0 {
         return None;
     }
-    let (shape, reduction) = match (&op, op.fusion_class()) {
-        (_, FusionClass::Elementwise) => (root.meta().shape.clone(), None),
+    let (shape, reduction, row) = match (&op, op.fusion_class()) {
+        (_, FusionClass::Elementwise) => (root.meta().shape.clone(), None, None),
         (Primitive::Reduce(r), FusionClass::Reduction) => {
-            (inputs.first()?.meta().shape.clone(), Some(Reduction { op: r.op, axes: r.axes.clone() }))
+            (inputs.first()?.meta().shape.clone(), Some((r.op, r.axes.clone())), Some(root.meta().shape.clone()))
         }
         _ => return None,
     };
@@ -185,6 +180,7 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
         limits,
         consumers,
         exposes: reduction.is_none(),
+        row,
         exposed: HashSet::new(),
         members: HashMap::new(),
         refs: HashMap::new(),
@@ -212,6 +208,11 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
     g.finish(root, reduction)
 }
 
+/// True if `shape` broadcasts to `target` (NumPy's rule, aligned at the last axis).
+fn broadcasts_to(shape: &[usize], target: &[usize]) -> bool {
+    shape.len() <= target.len() && shape.iter().rev().zip(target.iter().rev()).all(|(&s, &t)| s == t || s == 1)
+}
+
 struct Growth<'a> {
     stream: Stream,
     shape: Vec<usize>,
@@ -221,6 +222,9 @@ struct Growth<'a> {
     consumers: &'a HashMap<*const Node, usize>,
     /// Whether members may be written out as extra outputs (not with a reduction).
     exposes: bool,
+    /// The shape of the region's reductions (the root's output, or the first absorbed
+    /// [`Step::Reduce`]'s): every reduction of a region reduces the same axes.
+    row: Option<Vec<usize>>,
     /// Members something outside the region holds: written out as extra outputs.
     exposed: HashSet<*const Node>,
     /// Absorbed nodes (the root included), with their primitive and inputs (one handle
@@ -274,9 +278,14 @@ impl Growth<'_> {
     fn try_absorb(&mut self, p: *const Node) {
         let Some((count, a)) = self.refs.get(&p) else { return };
         let (count, a) = (*count, a.clone());
+        // Members are at the region's shape; with row regions also of a shape that
+        // broadcasts to it (computed again at every element) or reductions of a value at
+        // it (checked below, with their primitive).
+        let at_shape = a.meta().shape == self.shape;
+        let broadcast = !at_shape && self.limits.row_regions && broadcasts_to(&a.meta().shape, &self.shape);
         if self.members.len() >= self.limits.max_steps
             || a.stream() != self.stream
-            || a.meta().shape != self.shape
+            || !(at_shape || broadcast)
             || a.0.retain
         {
             return;
@@ -285,17 +294,31 @@ impl Growth<'_> {
         // slots, our handle in `refs` and `a` just now: nothing outside the region needs it.
         // Otherwise it may still join as an extra output, if no node of this eval outside
         // the region consumes it (such a node would run before the region, or feed it:
-        // another region's leaf list counts here too, through its member).
+        // another region's leaf list counts here too, through its member). Extra outputs
+        // are at the region's shape.
         let held_outside = Arc::strong_count(&a.0) != 2 * count + 2;
-        if held_outside && (!self.exposes || self.consumers.get(&p) != Some(&count)) {
+        if held_outside && (!self.exposes || !at_shape || self.consumers.get(&p) != Some(&count)) {
             return;
         }
         let Some((op, inputs)) = pending(&a) else { return };
+        let reduces = matches!(op, Primitive::Reduce(_));
+        // A reduction reads a value at the region's shape and gives the region's row
+        // shape (the first one absorbed sets it).
+        if reduces
+            && (!broadcast
+                || inputs.first().is_none_or(|i| i.meta().shape != self.shape)
+                || self.row.as_ref().is_some_and(|r| *r != a.meta().shape))
+        {
+            return;
+        }
         if !Step::fits(&op, inputs.len())
             || !accepted(self.fuser, &op, &inputs, a.meta())
             || self.bindings_after(&inputs, held_outside) > self.limits.max_inputs
         {
             return;
+        }
+        if reduces {
+            self.row = Some(a.meta().shape.clone());
         }
         self.refs.remove(&p);
         if held_outside {
@@ -307,7 +330,7 @@ impl Growth<'_> {
 
     /// The program: members in dependency order from the root, inputs numbered as met.
     /// `None` only if a member is not a step after all (absorbing checks that it is).
-    fn finish(mut self, root: &Array, reduction: Option<Reduction>) -> Option<Region> {
+    fn finish(mut self, root: &Array, reduction: Option<(ReduceOp, Vec<usize>)>) -> Option<Region> {
         let mut values: HashMap<*const Node, usize> = HashMap::new();
         let mut steps = Vec::new();
         let mut leaves: Vec<Array> = Vec::new();
@@ -364,12 +387,19 @@ impl Growth<'_> {
         if reduction.is_none() {
             result = values[&root.ptr()];
         }
+        // The root's axes, or those the row shape of the absorbed reductions keeps as 1.
+        let reduce_axes = match (&reduction, &self.row) {
+            (Some((_, axes)), _) => axes.clone(),
+            (None, Some(row)) => (0..self.shape.len()).filter(|&d| row[d] == 1 && self.shape[d] != 1).collect(),
+            (None, None) => Vec::new(),
+        };
         let program = Program {
             shape: self.shape,
             inputs: metas,
             steps,
             result,
-            reduction,
+            reduction: reduction.map(|(op, _)| op),
+            reduce_axes,
             output: root.meta().clone(),
             extra_outputs,
         };

@@ -21,15 +21,11 @@ pub enum Step {
     Select(usize, usize, usize),
     /// Conversion to the step's dtype.
     Cast(usize),
-}
-
-/// A reduction the region ends in: its last value reduced over `axes` (kept as size 1).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reduction {
-    /// The reduction.
-    pub op: ReduceOp,
-    /// The reduced axes of [`Program::shape`], sorted.
-    pub axes: Vec<usize>,
+    /// A value reduced over [`Program::reduce_axes`]: the same at every element of a row
+    /// (`max` and `sum` of a softmax). Steps that read it run after the whole row is
+    /// reduced, so a backend runs such a program row by row, one pass over the row per
+    /// level of reductions.
+    Reduce(ReduceOp, usize),
 }
 
 /// A fused region as a backend compiles it.
@@ -43,8 +39,13 @@ pub struct Program {
     pub steps: Vec<(Step, DType)>,
     /// The value written out, or reduced when there is a reduction.
     pub result: usize,
-    /// When the region's root is a reduction: the last value is reduced by it.
-    pub reduction: Option<Reduction>,
+    /// When the region's root is a reduction: `result` is reduced by it, over
+    /// [`Program::reduce_axes`].
+    pub reduction: Option<ReduceOp>,
+    /// The axes the root reduction and every [`Step::Reduce`] reduce over, sorted (kept as
+    /// size 1 in their results); empty when the program reduces nothing. Every value is
+    /// either at `shape` or broadcasts to it.
+    pub reduce_axes: Vec<usize>,
     /// The main output: the result, or its reduction.
     pub output: Meta,
     /// Values also written out, each as an output of [`Program::shape`] in its step's
@@ -55,6 +56,12 @@ pub struct Program {
 }
 
 impl Program {
+    /// True if the program reduces (at its root or in a step): a backend runs it row by
+    /// row over [`Program::reduce_axes`].
+    pub fn reduces(&self) -> bool {
+        self.reduction.is_some() || self.steps.iter().any(|(s, _)| matches!(s, Step::Reduce(..)))
+    }
+
     /// Number of primitives the region stands for (constants included): what it saves
     /// over running them one by one.
     pub fn primitives(&self) -> usize {
@@ -63,6 +70,16 @@ impl Program {
 }
 
 impl Step {
+    /// The value indices the step reads.
+    pub fn operands(self) -> Vec<usize> {
+        match self {
+            Step::Input(_) | Step::Const(_) => vec![],
+            Step::Unary(_, a) | Step::Cast(a) | Step::Reduce(_, a) => vec![a],
+            Step::Binary(_, a, b) => vec![a, b],
+            Step::Select(c, a, b) => vec![c, a, b],
+        }
+    }
+
     /// True if `op` with `inputs` operands is a step ([`Step::of`] without the indices).
     pub(crate) fn fits(op: &Primitive, inputs: usize) -> bool {
         // No step takes more than three operands.
@@ -70,8 +87,9 @@ impl Step {
     }
 
     /// The step a primitive is in a region, with its operands' value indices; `None` for
-    /// primitives that are not elementwise (they never join a region). `Full` becomes a
-    /// constant and takes no operands.
+    /// primitives that never join a region. `Full` becomes a constant and takes no
+    /// operands; a `Reduce` becomes [`Step::Reduce`] (the planner checks that its axes are
+    /// the region's).
     pub(crate) fn of(op: &Primitive, args: &[usize]) -> Option<Step> {
         match (op, args) {
             (Primitive::Full(f), []) => Some(Step::Const(f.value)),
@@ -79,6 +97,7 @@ impl Step {
             (Primitive::Binary(b), [x, y]) => Some(Step::Binary(b.op, *x, *y)),
             (Primitive::Select(_), [c, x, y]) => Some(Step::Select(*c, *x, *y)),
             (Primitive::AsType(_), [a]) => Some(Step::Cast(*a)),
+            (Primitive::Reduce(r), [a]) => Some(Step::Reduce(r.op, *a)),
             (
                 Primitive::Full(_)
                 | Primitive::Unary(_)
@@ -124,10 +143,11 @@ impl fmt::Display for Program {
                 Step::Binary(op, a, b) => write!(f, "{}(v{a}, v{b})", op.name())?,
                 Step::Select(c, a, b) => write!(f, "where(v{c}, v{a}, v{b})")?,
                 Step::Cast(a) => write!(f, "astype(v{a})")?,
+                Step::Reduce(op, a) => write!(f, "{}(v{a}, axes {:?})", op.name(), self.reduce_axes)?,
             }
         }
-        if let Some(r) = &self.reduction {
-            write!(f, "\n  out = {}(v{}, axes {:?})", r.op.name(), self.result, r.axes)?;
+        if let Some(op) = self.reduction {
+            write!(f, "\n  out = {}(v{}, axes {:?})", op.name(), self.result, self.reduce_axes)?;
         } else {
             write!(f, "\n  out = v{}", self.result)?;
         }

@@ -230,6 +230,70 @@ fn fused_equals_unfused_random_chains() {
     }
 }
 
+/// Random chains of elementwise ops and row reductions read back by later ops (what the
+/// GPU runs as row kernels) agree fused and unfused on every device, within the
+/// reordering of the sums.
+#[test]
+fn fused_equals_unfused_random_row_chains() {
+    let mut seed = 0x2545f4914f6cdd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // Rows enough, and long enough, for the GPU to fuse reductions.
+    let (rows, cols) = (64usize, 256usize);
+    for d in devices() {
+        let mut row_kernels = 0;
+        for case in 0..12 {
+            let build = |data: &[Vec<f32>]| -> lazuli::Result<Array> {
+                crate::common::on(d, || {
+                    let a = Array::from_slice(&data[0], &[rows, cols])?;
+                    let b = Array::from_slice(&data[1], &[1, cols])?;
+                    let mut v = vec![a.clone(), (&a * &b)?];
+                    for &r in &data[2] {
+                        let r = r as usize;
+                        let x = &v[r % v.len()];
+                        let y = &v[(r / 7) % v.len()];
+                        let n = match r % 9 {
+                            0 => (x + y)?,
+                            1 => (x * y)?.tanh()?,
+                            2 => x.sin()?,
+                            3 => (x - &x.max(&[1], true)?)?,
+                            4 => (x / &(&x.abs()?.sum(&[1], true)? + 1.0)?)?,
+                            5 => (x * &x.mean(&[1], true)?)?,
+                            6 => lazuli::where_(&x.gt(y)?, x, &y.min(&[1], true)?)?,
+                            7 => x.softmax(&[1])?,
+                            _ => (&(x - &x.mean(&[1], true)?)? / &(&x.var(&[1], true, 0)? + 1.0)?.sqrt()?)?,
+                        };
+                        v.push(n);
+                    }
+                    Ok(v.pop().unwrap())
+                })
+            };
+            let data: Vec<Vec<f32>> = vec![
+                (0..rows * cols).map(|_| (next() % 2000) as f32 / 500.0 - 2.0).collect(),
+                (0..cols).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect(),
+                (0..8).map(|_| (next() % 1000) as f32).collect(),
+            ];
+            let plain = fusion::with_enabled(false, || build(&data).unwrap().to_vec::<f32>().unwrap());
+            let fused = fusion::with_enabled(true, || {
+                let y = build(&data).unwrap();
+                let row = |p: &fusion::Program| p.steps.iter().any(|(s, _)| matches!(s, Step::Reduce(..)));
+                row_kernels += usize::from(fusion::programs(&[&y]).iter().any(row));
+                y.to_vec::<f32>().unwrap()
+            });
+            for (i, (p, f)) in plain.iter().zip(&fused).enumerate() {
+                let close = (p - f).abs() <= 1e-4 * p.abs().max(1.0) || (p.is_nan() && f.is_nan());
+                assert!(close, "case {case} on {d:?}, element {i}: {p} vs {f}");
+            }
+        }
+        let gpu = d != lazuli::Device::cpu();
+        assert!(!gpu || row_kernels >= 6, "only {row_kernels} of 12 chains made a row kernel on {d:?}");
+    }
+}
+
 /// Every generated GPU kernel of these programs validates and translates to SPIR-V, MSL
 /// and HLSL (no device needed).
 #[cfg(feature = "gpu")]
@@ -261,15 +325,13 @@ fn generated_kernels_validate() {
             (Step::Binary(lazuli::primitive::BinaryOp::Mul, 3, 4), DType::F32),
         ],
         result: 5,
-        reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![1] }),
+        reduction: Some(lazuli::primitive::ReduceOp::Sum),
+        reduce_axes: vec![1],
         output: meta(&[96, 1]),
         extra_outputs: vec![],
     };
     for axes in [vec![1], vec![0], vec![0, 1]] {
-        let p = fusion::Program {
-            reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes }),
-            ..var.clone()
-        };
+        let p = fusion::Program { reduce_axes: axes, ..var.clone() };
         crate::shaders_naga::validate_all_targets("fused reduction", &lazuli::backend::gpu::fused_source(&p).unwrap());
     }
     // `x` is held here, so regions reading it write it out too: kernels with extra
@@ -303,6 +365,18 @@ fn reductions_with_prologues_agree() {
         ("max(|x| * 2) over columns", Box::new(|x| (&x.abs()? * 2.0)?.max(&[0], false))),
         ("sum(x^2) over axes 0 and 2", Box::new(|x| x.reshape(&[4, 96, 75])?.square()?.sum(&[0, 2], false))),
         ("min(where(x > 0, x, -x)) over rows", Box::new(|x| lazuli::where_(&x.gt(0.0)?, x, x.neg()?)?.min(&[1], true))),
+        // Row kernels: reductions read by later steps, the result written at every element.
+        ("softmax over rows", Box::new(|x| x.softmax(&[-1]))),
+        ("softmax over columns", Box::new(|x| x.softmax(&[0]))),
+        ("layer_norm over rows", Box::new(layer_norm)),
+        (
+            "x / sum(x^2) over axes 0 and 2",
+            Box::new(|x| {
+                let x = x.reshape(&[4, 96, 75])?;
+                &x / &x.square()?.sum(&[0, 2], true)?
+            }),
+        ),
+        ("(x - max) * std over rows", Box::new(|x| &(x - &x.max(&[1], true)?)? * &x.std(&[1], true, 0)?)),
     ];
     let data: Vec<f32> = (0..96 * 300).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
     for (what, f) in &cases {
@@ -333,6 +407,56 @@ fn reductions_with_prologues_agree() {
     }
 }
 
+/// Layer normalisation over the last axis, as a model writes it.
+fn layer_norm(x: &Array) -> lazuli::Result<Array> {
+    let mean = x.mean(&[-1], true)?;
+    let var = x.var(&[-1], true, 0)?;
+    let g = Array::from_slice(&(0..x.shape()[1]).map(|i| 0.5 + i as f32 / 300.0).collect::<Vec<_>>(), &[x.shape()[1]])?;
+    &(&(x - &mean)? / &(&var + 1e-5)?.sqrt()?)? * &g
+}
+
+/// On the GPU, layer_norm over rows is one row kernel (two sums, then the variance's sum,
+/// then the normalised row), and a held intermediate of a row kernel is written out too.
+#[cfg(feature = "gpu")]
+#[test]
+fn row_kernels_on_the_gpu() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    let data: Vec<f32> = (0..96 * 300).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
+    on(lazuli::Device::gpu(0), || {
+        let x = Array::from_slice(&data, &[96, 300])?;
+        let y = layer_norm(&x)?;
+        let progs = fusion::programs(&[&y]);
+        assert_eq!(progs.len(), 1, "{progs:?}");
+        assert_eq!(progs[0].steps.iter().filter(|(s, _)| matches!(s, Step::Reduce(..))).count(), 3, "{}", progs[0]);
+        crate::shaders_naga::validate_all_targets("layer_norm", &lazuli::backend::gpu::fused_source(&progs[0])?);
+        // `d` is held: the row kernel writes it out beside the result.
+        let d = (&x - &x.max(&[1], true)?)?;
+        let y = (&d.exp()? / &d.exp()?.sum(&[1], true)?)?;
+        let progs = fusion::programs(&[&y]);
+        assert_eq!(progs.len(), 1, "{progs:?}");
+        assert_eq!(progs[0].extra_outputs.len(), 1, "{}", progs[0]);
+        crate::shaders_naga::validate_all_targets(
+            "row kernel, extra output",
+            &lazuli::backend::gpu::fused_source(&progs[0])?,
+        );
+        let (got, dv) = (y.to_vec::<f32>()?, d.to_vec::<f32>()?);
+        for r in 0..96 {
+            let row = &data[r * 300..(r + 1) * 300];
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+            let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+            for c in 0..300 {
+                let (want_d, want) = (row[c] as f64 - m, (row[c] as f64 - m).exp() / s);
+                assert!((dv[r * 300 + c] as f64 - want_d).abs() <= 1e-6, "d[{r},{c}]");
+                assert!((got[r * 300 + c] as f64 - want).abs() <= 1e-5 * want + 1e-9, "y[{r},{c}]");
+            }
+        }
+        lazuli::Result::Ok(())
+    })
+    .unwrap();
+}
+
 /// On the GPU one elementwise op reading an input broadcast (`x / row_sums`) runs as a
 /// generated kernel of its own (its strided reads unrolled for the rank), with the values
 /// of the CPU; the CPU keeps its own kernel for it.
@@ -359,28 +483,30 @@ fn lone_broadcasts_run_generated_on_the_gpu() {
     }
 }
 
-/// Where the GPU fuses reductions, softmax gives its sum its own `exp(x - max)`: the sum
-/// is one fused reduction and the division one elementwise kernel with the exponentials
-/// inside, nothing written out between them; the values are the CPU's.
+/// Where the GPU fuses reductions, softmax over rows is one row kernel: the max, the sum
+/// of `exp(x - max)` and the division in one program, nothing written out between them;
+/// the values are the CPU's.
+#[cfg(feature = "gpu")]
 #[test]
-fn softmax_fuses_without_temporaries_on_the_gpu() {
+fn softmax_is_one_kernel_on_the_gpu() {
     if !crate::common::gpu_available() {
         return;
     }
     let x: Vec<f32> = (0..128 * 512).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
     let cpu = Array::from_slice(&x, &[128, 512]).unwrap().softmax(&[1]).unwrap().to_vec::<f32>().unwrap();
     on(lazuli::Device::gpu(0), || {
-        // Built with fusion on: the formulation is chosen when the graph is built.
-        let y = fusion::with_enabled(true, || Array::from_slice(&x, &[128, 512])?.softmax(&[1]))?;
+        let y = Array::from_slice(&x, &[128, 512])?.softmax(&[1])?;
         let progs = fusion::programs(&[&y]);
-        let has = |p: &fusion::Program, op: lazuli::primitive::UnaryOp| {
-            p.steps.iter().any(|(s, _)| matches!(s, Step::Unary(u, _) if *u == op))
-        };
-        let exp = lazuli::primitive::UnaryOp::Exp;
-        assert!(progs.iter().any(|p| p.reduction.is_some() && has(p, exp)), "a fused sum of exp: {progs:?}");
-        assert!(progs.iter().any(|p| p.reduction.is_none() && has(p, exp)), "exp inside the division: {progs:?}");
-        assert!(progs.iter().all(|p| p.extra_outputs.is_empty()), "{progs:?}");
-        let got = y.to_vec::<f32>()?;
+        assert_eq!(progs.len(), 1, "{progs:?}");
+        let p = &progs[0];
+        let reduces: Vec<_> =
+            p.steps.iter().filter_map(|(s, _)| if let Step::Reduce(op, _) = s { Some(*op) } else { None }).collect();
+        assert_eq!(reduces, [lazuli::primitive::ReduceOp::Max, lazuli::primitive::ReduceOp::Sum], "{p}");
+        assert!(p.reduction.is_none() && p.extra_outputs.is_empty() && p.reduce_axes == [1], "{p}");
+        crate::shaders_naga::validate_all_targets("softmax", &lazuli::backend::gpu::fused_source(p)?);
+        let before = fusion::regions_run_here();
+        let got = fusion::with_enabled(true, || y.to_vec::<f32>())?;
+        assert_eq!(fusion::regions_run_here() - before, 1);
         for (g, w) in got.iter().zip(&cpu) {
             assert!((g - w).abs() <= 1e-6 * w.abs() + 1e-9, "{g} vs {w}");
         }
@@ -401,12 +527,14 @@ fn bad_extra_outputs_are_errors() {
         steps: vec![(Step::Input(0), DType::F32), (Step::Unary(lazuli::primitive::UnaryOp::Exp, 0), DType::F32)],
         result: 1,
         reduction: None,
+        reduce_axes: vec![],
         output: meta(&[4]),
         extra_outputs: vec![7],
     };
     assert!(lazuli::backend::gpu::fused_source(&p).is_err());
     let r = fusion::Program {
-        reduction: Some(fusion::Reduction { op: lazuli::primitive::ReduceOp::Sum, axes: vec![0] }),
+        reduction: Some(lazuli::primitive::ReduceOp::Sum),
+        reduce_axes: vec![0],
         output: meta(&[1]),
         extra_outputs: vec![1],
         ..p.clone()

@@ -33,7 +33,7 @@ pub(crate) struct CpuFuser;
 impl Fuser for CpuFuser {
     fn limits(&self) -> Limits {
         // No binding limit on the CPU; the step bound keeps programs' chunk sets small.
-        Limits { max_inputs: 16, max_steps: 64, lone_broadcasts: false }
+        Limits { max_inputs: 16, max_steps: 64, lone_broadcasts: false, row_regions: false }
     }
 
     fn accepts(&self, op: &Primitive, _inputs: &[&Meta], _output: &Meta) -> bool {
@@ -59,7 +59,7 @@ impl Fuser for CpuFuser {
     }
 
     fn run(&self, _stream: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>> {
-        if program.reduction.is_some() {
+        if program.reduces() {
             return Err(Error::unsupported("cpu", "fused reductions"));
         }
         let ins: Vec<&CpuData> = inputs.iter().map(|i| data(i.buffer)).collect::<Result<_>>()?;
@@ -280,10 +280,12 @@ impl<'a> Ctx<'a> {
                         Home::Chunk
                     }
                 }
+                // The CPU's `accepts` takes no reductions (its limits have no row regions).
+                Step::Reduce(..) => return Err(Error::unsupported("cpu", "fused reductions")),
             };
             homes.push(home);
         }
-        let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| operands(s).contains(&p.result));
+        let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| s.operands().contains(&p.result));
         let computed = !matches!(p.steps.get(p.result), Some((Step::Input(_), _)));
         if homes.get(p.result) == Some(&Home::Chunk) && computed && !read_later {
             homes[p.result] = Home::Output;
@@ -361,6 +363,7 @@ impl<'a> Ctx<'a> {
                     with_dst!(target, |o| elementwise::select_into(c.operand()?, x.operand()?, y.operand()?, o))?;
                 }
                 Step::Cast(a) => cast(&view(a), self.p.steps[i].1, target)?,
+                Step::Reduce(..) => return Err(Error::unsupported("cpu", "fused reductions")),
             }
         }
         for (&v, d) in self.p.extra_outputs.iter().zip(extras.drain(..)) {
@@ -382,16 +385,6 @@ impl<'a> Ctx<'a> {
             Home::Scalar => View { data: &done[j], off: 0, len, scalar: true },
             Home::Chunk | Home::Output => View { data: &done[j], off: 0, len, scalar: false },
         }
-    }
-}
-
-/// The value indices a step reads.
-fn operands(s: Step) -> Vec<usize> {
-    match s {
-        Step::Input(_) | Step::Const(_) => vec![],
-        Step::Unary(_, a) | Step::Cast(a) => vec![a],
-        Step::Binary(_, a, b) => vec![a, b],
-        Step::Select(c, a, b) => vec![c, a, b],
     }
 }
 

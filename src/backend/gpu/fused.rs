@@ -21,7 +21,7 @@ use super::{gpu_buf, i32_param, u32_param};
 use crate::backend::{Buffer, Input};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::fusion::{Fuser, Limits, Program, Reduction, Step};
+use crate::fusion::{Fuser, Limits, Program, Step};
 use crate::primitive::{Meta, Primitive};
 use crate::shape::{broadcast_strides, merge_axes, numel};
 use crate::stream::Stream;
@@ -47,7 +47,12 @@ impl Fuser for GpuFuser {
     fn limits(&self) -> Limits {
         // Parameters and output take two bindings.
         let device = context().map(|c| c.limits.max_storage_buffers_per_shader_stage as usize).unwrap_or(0);
-        Limits { max_inputs: MAX_FUSED_INPUTS.min(device.saturating_sub(2)), max_steps: 48, lone_broadcasts: true }
+        Limits {
+            max_inputs: MAX_FUSED_INPUTS.min(device.saturating_sub(2)),
+            max_steps: 48,
+            lone_broadcasts: true,
+            row_regions: true,
+        }
     }
 
     fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool {
@@ -99,10 +104,12 @@ impl Fuser for GpuFuser {
         for (j, e) in extras.iter().enumerate() {
             bindings.push((2 + (ins.len() + j) as u32, e));
         }
-        match &program.reduction {
-            // One workgroup of 256 threads per output.
-            Some(_) => dispatch(s, &pipeline, &reduce_params(program)?, &bindings, grid(ctx, n * 256)?)?,
-            None => dispatch_1d(s, &pipeline, &params(program)?, &bindings, n)?,
+        if program.reduces() {
+            // One workgroup of 256 threads per row.
+            let w = reduce_params(program)?;
+            dispatch(s, &pipeline, &w, &bindings, grid(ctx, w.n as usize * 256)?)?;
+        } else {
+            dispatch_1d(s, &pipeline, &params(program)?, &bindings, n)?;
         }
         super::announce_ready()?;
         let mut outs: Vec<Buffer> = vec![std::sync::Arc::new(out)];
@@ -147,7 +154,7 @@ pub(crate) fn source(p: &Program) -> Result<String> {
     if p.inputs.len() > MAX_FUSED_INPUTS {
         return Err(Error::Internal(format!("a fused region of {} inputs", p.inputs.len())));
     }
-    let params = if p.reduction.is_some() { "FusedReduceParams" } else { "FusedParams" };
+    let params = if p.reduces() { "FusedReduceParams" } else { "FusedParams" };
     let mut s = super::shader::f32_library();
     let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
     for (k, m) in p.inputs.iter().enumerate() {
@@ -171,87 +178,197 @@ pub(crate) fn source(p: &Program) -> Result<String> {
             j + 1
         );
     }
-    match &p.reduction {
-        None => {
-            let n = p.output.numel();
-            s.push_str(
-                "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
-            );
-            // Strided inputs share the output element's coordinates over the merged axes,
-            // computed once, unrolled for the rank (a loop over arrays copied out of `P`
-            // spills to local memory: `x - max` over rows ran at a fraction of bandwidth).
-            let rank = if (0..p.inputs.len()).any(|k| read_of(&p.inputs[k], n) == Read::Strided) {
-                let rank = layout(p).0.len();
-                let _ = writeln!(s, "    var q = i;");
-                for d in (0..rank).rev() {
-                    if d == 0 {
-                        let _ = writeln!(s, "    let c0 = q;");
-                    } else {
-                        let _ = writeln!(s, "    let c{d} = q % P.shape[{d}];\n    q = q / P.shape[{d}];");
-                    }
-                }
-                rank
-            } else {
-                0
-            };
-            let read = |k: usize| match read_of(&p.inputs[k], n) {
-                Read::Flat => format!("IN{k}[i]"),
-                Read::Scalar => format!("IN{k}[0]"),
-                Read::Strided => {
-                    let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
-                    format!("IN{k}[u32({})]", terms.join(" + "))
-                }
-            };
-            steps(&mut s, p, "    ", read)?;
-            for (j, v) in p.extra_outputs.iter().enumerate() {
-                let _ = writeln!(s, "    OUT{}[i] = v{v};", j + 1);
-            }
-            let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
-        }
-        Some(r) => {
-            // Each thread folds a strided share of the reduced elements, then the group
-            // folds the 256 partials as the unfused row kernel does (reduce.wgsl).
-            let op = r.op.wgsl_name();
-            s.push_str(
-                "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n",
-            );
-            let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
-            for k in 0..p.inputs.len() {
-                if !scalar(k) {
-                    let _ = writeln!(
-                        s,
-                        "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);"
-                    );
-                }
-            }
-            let _ = writeln!(
-                s,
-                "    var acc = acc_identity({op});\n    let len = select(0u, P.len, live);\n    for (var r = lid; r < len; r += 256u) {{"
-            );
-            let (_, (rshape, rst)) = reduce_layout(p, r);
-            let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
-                (true, _) => format!("IN{k}[0]"),
-                (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
-                (false, Read::Scalar) => format!("IN{k}[u32(ko{k})]"),
-                (false, Read::Strided) => {
-                    format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
-                }
-            };
-            steps(&mut s, p, "        ", read)?;
-            let _ = writeln!(
-                s,
-                "        acc = acc_op({op}, acc, v{});\n    }}\n    PART[lid] = acc;\n    workgroupBarrier();\n    for (var h = 128u; h > 0u; h = h >> 1u) {{\n        if lid < h {{\n            PART[lid] = acc_op({op}, PART[lid], PART[lid + h]);\n        }}\n        workgroupBarrier();\n    }}\n    if live && lid == 0u {{\n        OUT[o] = PART[0];\n    }}\n}}",
-                p.result
-            );
-        }
+    if p.reduces() {
+        row_kernel(&mut s, p)?;
+        return Ok(s);
     }
+    let n = p.output.numel();
+    s.push_str(
+        "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
+    );
+    // Strided inputs share the output element's coordinates over the merged axes,
+    // computed once, unrolled for the rank (a loop over arrays copied out of `P`
+    // spills to local memory: `x - max` over rows ran at a fraction of bandwidth).
+    let rank = if (0..p.inputs.len()).any(|k| read_of(&p.inputs[k], n) == Read::Strided) {
+        let rank = layout(p).0.len();
+        let _ = writeln!(s, "    var q = i;");
+        for d in (0..rank).rev() {
+            if d == 0 {
+                let _ = writeln!(s, "    let c0 = q;");
+            } else {
+                let _ = writeln!(s, "    let c{d} = q % P.shape[{d}];\n    q = q / P.shape[{d}];");
+            }
+        }
+        rank
+    } else {
+        0
+    };
+    let read = |k: usize| match read_of(&p.inputs[k], n) {
+        Read::Flat => format!("IN{k}[i]"),
+        Read::Scalar => format!("IN{k}[0]"),
+        Read::Strided => {
+            let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
+            format!("IN{k}[u32({})]", terms.join(" + "))
+        }
+    };
+    steps(&mut s, p, "    ", &vec![true; p.steps.len()], read)?;
+    for (j, v) in p.extra_outputs.iter().enumerate() {
+        let _ = writeln!(s, "    OUT{}[i] = v{v};", j + 1);
+    }
+    let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
     Ok(s)
 }
 
-/// One `let` per step, reading input `k` as `read(k)` gives it.
-fn steps(s: &mut String, p: &Program, indent: &str, read: impl Fn(usize) -> String) -> Result<()> {
+/// How many reductions each value waits for: 0 for inputs and constants, one more than
+/// its operand for a [`Step::Reduce`], the most of its operands otherwise.
+fn levels(p: &Program) -> Result<Vec<usize>> {
+    let mut l: Vec<usize> = Vec::with_capacity(p.steps.len());
+    for (v, &(step, _)) in p.steps.iter().enumerate() {
+        let ops = step.operands();
+        if ops.iter().any(|&a| a >= v) {
+            return Err(Error::Internal(format!("fused step v{v} reads a later value")));
+        }
+        let most = ops.iter().map(|&a| l[a]).max().unwrap_or(0);
+        l.push(if matches!(step, Step::Reduce(..)) { most + 1 } else { most });
+    }
+    Ok(l)
+}
+
+/// The values a pass must compute to have `targets`: their operands, back to inputs,
+/// constants and reductions of earlier passes (which the pass reads, not recomputes).
+fn needed(p: &Program, targets: &[usize]) -> Vec<bool> {
+    let mut need = vec![false; p.steps.len()];
+    let mut stack: Vec<usize> = targets.to_vec();
+    while let Some(v) = stack.pop() {
+        if std::mem::replace(&mut need[v], true) {
+            continue;
+        }
+        if !matches!(p.steps[v].0, Step::Reduce(..)) {
+            stack.extend(p.steps[v].0.operands());
+        }
+    }
+    // Reductions are computed by their own pass: a later pass only reads them.
+    for (v, (step, _)) in p.steps.iter().enumerate() {
+        if matches!(step, Step::Reduce(..)) && !targets.contains(&v) {
+            need[v] = false;
+        }
+    }
+    need
+}
+
+/// The kernel of a program that reduces: one workgroup per row (the kept coordinates).
+/// Each level of reductions is one pass over the row, every thread folding a strided share
+/// of the elements through the steps that level needs, then the group folding the 256
+/// partials as the unfused row kernel does (reduce.wgsl); a last pass writes the result
+/// at every element (an elementwise root: softmax, layer_norm) or reduces it (a reduction
+/// root). Passes after the first read the row again, mostly from cache: one kernel and no
+/// temporaries instead of one kernel and one round trip through memory per reduction.
+fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
+    let levels = levels(p)?;
+    let ((_, _), (rshape, rst)) = reduce_layout(p);
+    let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
+    s.push_str(
+        "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n    let len = select(0u, P.len, live);\n",
+    );
+    for k in 0..p.inputs.len() {
+        if !scalar(k) {
+            let _ =
+                writeln!(s, "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);");
+        }
+    }
+    let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
+        (true, _) => format!("IN{k}[0]"),
+        (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
+        (false, Read::Scalar) => format!("IN{k}[u32(ko{k})]"),
+        (false, Read::Strided) => {
+            format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
+        }
+    };
+    // One pass per level of reductions; the root reduction is the last level's.
+    let depth = levels.iter().zip(&p.steps).filter(|(_, (st, _))| matches!(st, Step::Reduce(..))).map(|(l, _)| *l);
+    let depth = depth.max().unwrap_or(0);
+    let root_level = depth.max(levels.get(p.result).copied().unwrap_or(0)) + 1;
+    let last = if p.reduction.is_some() { root_level } else { depth };
+    for level in 1..=last {
+        // (value folded, its operand, the reduction)
+        let mut folds: Vec<(usize, usize, String)> = Vec::new();
+        for (v, &(step, _)) in p.steps.iter().enumerate() {
+            if let Step::Reduce(op, a) = step
+                && levels[v] == level
+            {
+                folds.push((v, a, op.wgsl_name()));
+            }
+        }
+        if let (Some(op), true) = (p.reduction, level == root_level) {
+            folds.push((usize::MAX, p.result, op.wgsl_name()));
+        }
+        if folds.is_empty() {
+            continue;
+        }
+        let operands: Vec<usize> = folds.iter().map(|f| f.1).collect();
+        for &(v, _, _) in &folds {
+            if v != usize::MAX {
+                let _ = writeln!(s, "    var v{v}: f32;");
+            }
+        }
+        let _ = writeln!(s, "    {{");
+        for (j, (_, _, op)) in folds.iter().enumerate() {
+            let _ = writeln!(s, "        var acc{j} = acc_identity({op});");
+        }
+        let _ = writeln!(s, "        for (var r = lid; r < len; r += 256u) {{");
+        steps(s, p, "            ", &needed(p, &operands), read)?;
+        for (j, (_, a, op)) in folds.iter().enumerate() {
+            let _ = writeln!(s, "            acc{j} = acc_op({op}, acc{j}, v{a});");
+        }
+        let _ = writeln!(s, "        }}");
+        for (j, (v, _, op)) in folds.iter().enumerate() {
+            let v = *v;
+            let _ = writeln!(
+                s,
+                "        PART[lid] = acc{j};\n        workgroupBarrier();\n        for (var h = 128u; h > 0u; h = h >> 1u) {{\n            if lid < h {{\n                PART[lid] = acc_op({op}, PART[lid], PART[lid + h]);\n            }}\n            workgroupBarrier();\n        }}"
+            );
+            if v == usize::MAX {
+                let _ = writeln!(s, "        if live && lid == 0u {{\n            OUT[o] = PART[0];\n        }}");
+            } else {
+                // Read by every thread before the next fold overwrites PART.
+                let _ = writeln!(s, "        v{v} = PART[0];\n        workgroupBarrier();");
+            }
+        }
+        let _ = writeln!(s, "    }}");
+    }
+    if p.reduction.is_none() {
+        // The last pass writes the result (and extra outputs) at every element of the row.
+        let out = reduce_read(&rshape, &rst, p.inputs.len());
+        let at = match out {
+            Read::Flat => "u32(koo) + r".to_string(),
+            Read::Scalar => "u32(koo)".to_string(),
+            Read::Strided => "u32(koo + strided_offset(r, P.rrank, P.rshape, P.orstrides))".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    for (var r = lid; r < len; r += 256u) {{"
+        );
+        let mut outs: Vec<usize> = p.extra_outputs.clone();
+        outs.push(p.result);
+        steps(s, p, "        ", &needed(p, &outs), read)?;
+        let _ = writeln!(s, "        let dst = {at};");
+        for (j, v) in p.extra_outputs.iter().enumerate() {
+            let _ = writeln!(s, "        OUT{}[dst] = v{v};", j + 1);
+        }
+        let _ = writeln!(s, "        OUT[dst] = v{};\n    }}", p.result);
+    }
+    s.push_str("}\n");
+    Ok(())
+}
+
+/// One `let` per step that `emit` marks, reading input `k` as `read(k)` gives it.
+/// Reductions are never emitted: a row kernel's passes compute them.
+fn steps(s: &mut String, p: &Program, indent: &str, emit: &[bool], read: impl Fn(usize) -> String) -> Result<()> {
     let consts = const_table(p)?;
     for (v, &(step, dtype)) in p.steps.iter().enumerate() {
+        if !emit[v] {
+            continue;
+        }
         let ty = |a: usize| p.steps[a].1;
         let expr = match step {
             Step::Input(k) => read(k),
@@ -276,6 +393,9 @@ fn steps(s: &mut String, p: &Program, indent: &str, read: impl Fn(usize) -> Stri
                 (DType::F32, DType::F32) => format!("t_from_f32(v{a})"),
                 (from, to) => return Err(Error::Internal(format!("a fused cast from {from} to {to}"))),
             },
+            Step::Reduce(..) => {
+                return Err(Error::Internal(format!("fused step v{v}: a reduction outside a row kernel's pass")));
+            }
         };
         let _ = writeln!(s, "{indent}let v{v}: {} = {expr};", wgsl_type(dtype)?);
     }
@@ -341,15 +461,17 @@ fn params(p: &Program) -> Result<FusedParams> {
 }
 
 /// Kept and reduced axes apart, each merged where every input allows, and each input's
-/// broadcast strides over both.
+/// broadcast strides over both (the output's contiguous strides last).
 type Axes = (Vec<usize>, Vec<Vec<isize>>);
 
-/// The kept and the reduced axes of a reduction program, each merged where every input
-/// allows, with each input's broadcast strides over them.
-fn reduce_layout(p: &Program, r: &Reduction) -> (Axes, Axes) {
-    let strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+/// The kept and the reduced axes of a program that reduces, each merged where every
+/// input and the output allow, with each input's broadcast strides over them and the
+/// output's last (an elementwise root's output is at the program's shape).
+fn reduce_layout(p: &Program) -> (Axes, Axes) {
+    let mut strides: Vec<Vec<isize>> = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
+    strides.push(broadcast_strides(&p.shape, &p.shape));
     let part = |reduced: bool| {
-        let axes: Vec<usize> = (0..p.shape.len()).filter(|a| r.axes.contains(a) == reduced).collect();
+        let axes: Vec<usize> = (0..p.shape.len()).filter(|a| p.reduce_axes.contains(a) == reduced).collect();
         let shape: Vec<usize> = axes.iter().map(|&a| p.shape[a]).collect();
         let st: Vec<Vec<isize>> = strides.iter().map(|s| axes.iter().map(|&a| s[a]).collect()).collect();
         merge_axes(&shape, &st)
@@ -357,8 +479,9 @@ fn reduce_layout(p: &Program, r: &Reduction) -> (Axes, Axes) {
     (part(false), part(true))
 }
 
-/// How input `k` of a reduction is read along the reduced elements: one run with stride 1
-/// or 0 (rows of a softmax, a per-row mean) skips the index arithmetic.
+/// How input `k` (or the output, `k` = the number of inputs) is read along the reduced
+/// elements: one run with stride 1 or 0 (rows of a softmax, a per-row mean) skips the
+/// index arithmetic.
 fn reduce_read(rshape: &[usize], rst: &[Vec<isize>], k: usize) -> Read {
     match (rshape.len(), rst[k].first()) {
         (1, Some(1)) => Read::Flat,
@@ -368,11 +491,14 @@ fn reduce_read(rshape: &[usize], rst: &[Vec<isize>], k: usize) -> Read {
 }
 
 fn reduce_params(p: &Program) -> Result<FusedReduceParams> {
-    let r = p.reduction.as_ref().ok_or_else(|| Error::Internal("reduce_params of an elementwise region".into()))?;
-    let ((kshape, kst), (rshape, rst)) = reduce_layout(p, r);
+    if !p.reduces() {
+        return Err(Error::Internal("reduce_params of an elementwise region".into()));
+    }
+    let ((kshape, mut kst), (rshape, mut rst)) = reduce_layout(p);
     check_rank("fused reduction", kshape.len().max(rshape.len()))?;
+    let (ok, or) = (kst.pop().unwrap_or_default(), rst.pop().unwrap_or_default());
     let mut w = FusedReduceParams {
-        n: u32_param("fused reduction", p.output.numel())?,
+        n: u32_param("fused reduction", numel(&kshape))?,
         len: u32_param("fused reduction", numel(&rshape))?,
         krank: kshape.len() as u32,
         rrank: rshape.len() as u32,
@@ -380,6 +506,12 @@ fn reduce_params(p: &Program) -> Result<FusedReduceParams> {
     };
     fill(&mut w.kshape, &mut w.kstrides, &kshape, &kst)?;
     fill(&mut w.rshape, &mut w.rstrides, &rshape, &rst)?;
+    for (i, &st) in ok.iter().enumerate() {
+        w.okstrides[i] = i32_param("fused reduction", st)?;
+    }
+    for (i, &st) in or.iter().enumerate() {
+        w.orstrides[i] = i32_param("fused reduction", st)?;
+    }
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
     }

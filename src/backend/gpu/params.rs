@@ -96,11 +96,11 @@ params! {
         consts: [u32; MAX_FUSED_CONSTS],
     }
 
-    /// Generated fused reductions (`fused.rs`): one workgroup per output element walks the
-    /// reduced elements; kept and reduced axes are indexed apart, each input with its own
-    /// broadcast strides over both.
+    /// Generated row kernels (`fused.rs`: programs that reduce): one workgroup per row
+    /// (kept coordinates) walks the reduced elements; kept and reduced axes are indexed
+    /// apart, each input and the output with its own strides over both.
     struct FusedReduceParams {
-        /// Output elements (workgroups).
+        /// Rows (workgroups).
         n: u32,
         /// Reduced elements per output.
         len: u32,
@@ -116,6 +116,11 @@ params! {
         kstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
         /// Each input's strides over the reduced axes.
         rstrides: [[i32; MAX_RANK]; MAX_FUSED_INPUTS],
+        /// The output's strides over the kept axes (an elementwise root's output is at the
+        /// program's shape; a reduction's is one value per row, at `o`).
+        okstrides: [i32; MAX_RANK],
+        /// The output's strides over the reduced axes.
+        orstrides: [i32; MAX_RANK],
         /// Folded constants, as in `FusedParams`.
         consts: [u32; MAX_FUSED_CONSTS],
     }
