@@ -59,7 +59,12 @@ impl Program {
     /// True if the program reduces (at its root or in a step): a backend runs it row by
     /// row over [`Program::reduce_axes`].
     pub fn reduces(&self) -> bool {
-        self.reduction.is_some() || self.steps.iter().any(|(s, _)| matches!(s, Step::Reduce(..)))
+        self.reduction.is_some() || self.reduces_inside()
+    }
+
+    /// True if a [`Step::Reduce`] is among the steps (a row region's).
+    pub fn reduces_inside(&self) -> bool {
+        self.steps.iter().any(|(s, _)| matches!(s, Step::Reduce(..)))
     }
 
     /// Number of primitives the region stands for (constants included): what it saves

@@ -543,3 +543,65 @@ fn bad_extra_outputs_are_errors() {
     let ok = fusion::Program { extra_outputs: vec![1], ..p };
     crate::shaders_naga::validate_all_targets("fused, extra output", &lazuli::backend::gpu::fused_source(&ok).unwrap());
 }
+
+/// The CPU fuses reductions over trailing axes with their prologue: one region, values
+/// within an f32 ulp of the unfused kernels (both fold in f64, in different orders), for
+/// short rows that cross chunk boundaries, long rows cut into blocks, several trailing
+/// axes, and max as well as sum. A reduction over leading axes is not fused there.
+#[test]
+fn cpu_fused_reductions_agree() {
+    type Case = (&'static str, Vec<usize>, Box<dyn Fn(&Array) -> lazuli::Result<Array>>, bool);
+    let cases: Vec<Case> = vec![
+        ("var, rows of 7", vec![5000, 7], Box::new(|x| x.var(&[-1], true, 1)), true),
+        ("logsumexp, rows of 300", vec![96, 300], Box::new(|x| x.logsumexp(&[-1], false)), true),
+        ("sum(exp(x - 1)), one row of 100000", vec![100_000], Box::new(|x| (x - 1.0)?.exp()?.sum(&[0], false)), true),
+        ("max(|x| * 2), two rows of 70000", vec![2, 70_000], Box::new(|x| (&x.abs()? * 2.0)?.max(&[1], true)), true),
+        ("sum(x^2) over axes 1 and 2", vec![4, 96, 75], Box::new(|x| x.square()?.sum(&[1, 2], false)), true),
+        ("sum(x^2) over axis 0", vec![300, 96], Box::new(|x| x.square()?.sum(&[0], false)), false),
+    ];
+    for (what, shape, f, fuses) in &cases {
+        let n: usize = shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0).collect();
+        let run = |fused: bool| {
+            fusion::with_enabled(fused, || {
+                on(lazuli::Device::cpu(), || {
+                    let y = f(&Array::from_slice(&data, shape)?)?;
+                    let regions = fusion::programs(&[&y]).iter().filter(|p| p.reduction.is_some()).count();
+                    Ok((y.to_vec::<f32>()?, regions))
+                })
+            })
+            .unwrap()
+        };
+        let ((plain, _), (got, regions)) = (run(false), run(true));
+        assert_eq!(regions > 0, *fuses, "{what}: fused reductions {regions}");
+        for (p, q) in plain.iter().zip(&got) {
+            assert!((p - q).abs() <= f32::EPSILON * p.abs().max(f32::MIN_POSITIVE), "{what}: unfused {p}, fused {q}");
+        }
+    }
+}
+
+/// Broadcast inputs of a CPU region (a per-row value, a row vector, a middle axis) are
+/// read in runs of the last axis, chunks starting mid-row: bit for bit the unfused values.
+#[test]
+fn cpu_broadcast_reads_match_unfused() {
+    let x: Vec<f32> = (0..37 * 3 * 300).map(|i| (i % 1013) as f32 * 0.01 - 5.0).collect();
+    let r: Vec<f32> = (0..37).map(|i| i as f32 * 0.5 - 9.0).collect();
+    let c: Vec<f32> = (0..300).map(|i| 1.0 + i as f32 / 64.0).collect();
+    let m: Vec<f32> = (0..3 * 300).map(|i| (i % 17) as f32 - 8.0).collect();
+    let run = |fused: bool| {
+        fusion::with_enabled(fused, || {
+            on(lazuli::Device::cpu(), || {
+                let x = Array::from_slice(&x, &[37, 3, 300])?;
+                let y = (&(&(&x * &Array::from_slice(&r, &[37, 1, 1])?)? + &Array::from_slice(&c, &[300])?)?
+                    - &Array::from_slice(&m, &[3, 300])?)?
+                    .exp()?;
+                let regions = fusion::programs(&[&y]).len();
+                Ok((y.to_vec::<f32>()?, regions))
+            })
+        })
+        .unwrap()
+    };
+    let ((plain, _), (fused, regions)) = (run(false), run(true));
+    assert_eq!(regions, 1);
+    assert!(plain.iter().zip(&fused).all(|(p, f)| p.to_bits() == f.to_bits()));
+}

@@ -1,9 +1,10 @@
-//! f32 transcendental functions written to vectorise: straight-line f64 arithmetic (no
+//! f32 transcendental functions written to vectorise: straight-line arithmetic (no
 //! branches, no tables, no calls), so a loop over them compiles to vector code at the
-//! width [`super::simd::vectorize`] picks (8 f64 lanes with AVX-512).
+//! width [`super::simd::vectorize`] picks (8 f64 or 16 f32 lanes with AVX-512).
 //!
-//! Each function widens its f32 argument to f64, evaluates with relative error below
-//! 2^-29 (the ones built on `exp64`: exp, expm1, tanh, sigmoid, pow) or 2^-44 (the log
+//! `exp` computes in f32 (its own doc says why and how accurately). Every other function
+//! widens its f32 argument to f64, evaluates with relative error below
+//! 2^-29 (the ones built on `exp64`: expm1, tanh, sigmoid, pow) or 2^-44 (the log
 //! family, sin, cos), and rounds once to f32. The result is therefore within 0.5 + 2^-5
 //! ulp of the exact value (so at most 1 ulp, what
 //! `tests/suite/cpu_math.rs` checks over the whole f32 range), subnormal results included: the f64 intermediate has the range, and the one

@@ -36,12 +36,12 @@ const BLOCK: usize = 1 << 14;
 
 /// NaN wins, as in NumPy (the accumulator is `a`).
 #[inline(always)]
-fn nan_max(a: f64, b: f64) -> f64 {
+pub(super) fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || a > b { a } else { b }
 }
 
 #[inline(always)]
-fn nan_min(a: f64, b: f64) -> f64 {
+pub(super) fn nan_min(a: f64, b: f64) -> f64 {
     if a.is_nan() || a < b { a } else { b }
 }
 
@@ -57,6 +57,8 @@ macro_rules! with_monoid {
         }
     };
 }
+// The fused reductions (fused.rs) fold their chunks with the same monoids.
+pub(super) use with_monoid;
 
 /// Folds `c` in `LANES` interleaved accumulators, then the lanes and the tail in order.
 #[inline(always)]
@@ -84,7 +86,7 @@ fn fold_row<T: CpuElem, F: Fn(f64, f64) -> f64 + Copy + Sync + Send>(c: &[T], id
 
 /// [`fold_lanes`] compiled for the CPU's widest vectors.
 #[inline(always)]
-fn fold_vectorized<T: CpuElem, F: Fn(f64, f64) -> f64 + Copy>(c: &[T], id: f64, f: F) -> f64 {
+pub(super) fn fold_vectorized<T: CpuElem, F: Fn(f64, f64) -> f64 + Copy>(c: &[T], id: f64, f: F) -> f64 {
     vectorize(
         #[inline(always)]
         || fold_lanes(c, id, f),
