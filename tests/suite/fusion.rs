@@ -167,6 +167,44 @@ fn wide_region_runs_fused() {
     }
 }
 
+/// Regions whose inputs are all flat or scalar run four elements a thread on the GPU:
+/// lengths that are not a multiple of four end inside the last vector, and a bool result
+/// and extra outputs are stored four at a time too. Fused against the expected values
+/// on every device.
+#[test]
+fn four_element_kernels_cover_every_length() {
+    for d in devices() {
+        for n in [1usize, 2, 3, 5, 7, 8, 1023, 4097] {
+            let a: Vec<f32> = (0..n).map(|i| (i % 13) as f32 * 0.25 - 1.5).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.5 + 0.25).collect();
+            let (t, held, mask) = on(d, || {
+                let (x, y) = (Array::from_slice(&a, &[n])?, Array::from_slice(&b, &[n])?);
+                let t = (&(&x * &y)? + 0.5)?;
+                let u = (&t.exp()? * &y)?;
+                // `t` and `u` are held: the region writes both out beside its root.
+                let mask = u.gt(&x)?;
+                let progs = fusion::programs(&[&mask]);
+                if fusion::enabled() {
+                    assert_eq!(progs.len(), 1, "{d:?}, n = {n}: {progs:?}");
+                    assert_eq!(progs[0].extra_outputs.len(), 2, "{d:?}, n = {n}: {}", progs[0]);
+                    let src = lazuli::backend::gpu::fused_source(&progs[0])?;
+                    crate::shaders_naga::validate_all_targets("four-element fused kernel", &src);
+                }
+                mask.eval()?;
+                Ok((t.to_vec::<f32>()?, u.to_vec::<f32>()?, mask.to_vec::<bool>()?))
+            })
+            .unwrap();
+            for i in 0..n {
+                let want_t = a[i] * b[i] + 0.5;
+                let want_u = want_t.exp() * b[i];
+                assert!((t[i] - want_t).abs() <= 4.0 * f32::EPSILON * want_t.abs().max(1.0), "{d:?} n {n} t[{i}]");
+                assert!((held[i] - want_u).abs() <= 8.0 * f32::EPSILON * want_u.abs().max(1.0), "{d:?} n {n} u[{i}]");
+                assert_eq!(mask[i], held[i] > a[i], "{d:?} n {n} mask[{i}]");
+            }
+        }
+    }
+}
+
 /// Fusion off and on give the same values on every device; bit for bit on the CPU.
 #[test]
 fn fused_equals_unfused_random_chains() {

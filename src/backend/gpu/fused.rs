@@ -1,12 +1,14 @@
-//! Fused regions on the GPU: one generated WGSL kernel per region, one thread per output
-//! element, every step a call of the function its own kernel calls (`unary_t`,
-//! `binary_t`, `compare_t` of `types_float.wgsl`), so fused and unfused f32 results agree
-//! bit for bit up to what the shader compiler itself contracts (it may fuse a multiply and
-//! an add it now sees side by side: see ARCHITECTURE.md, Fusion).
+//! Fused regions on the GPU: one generated WGSL kernel per region, every step a call of
+//! the function its own kernel calls (`unary_t`, `binary_t`, `compare_t` of
+//! `types_float.wgsl`), so fused and unfused f32 results agree bit for bit up to what the
+//! shader compiler itself contracts (it may fuse a multiply and an add it now sees side by
+//! side: see ARCHITECTURE.md, Fusion). Elementwise programs take four elements a thread
+//! when no input is strided, one otherwise; programs that reduce run one row a workgroup.
 //!
-//! Kernels are cached by their source text, which the program's structure fixes (steps,
-//! dtypes, which inputs are read flat, as a scalar or with strides); shapes, strides and
-//! constants travel in [`FusedParams`], so one kernel serves every size and value.
+//! Kernels are cached by their generated text (the library before it never changes),
+//! which the program's structure fixes (steps, dtypes, which inputs are read flat, as a
+//! scalar or with strides); shapes, strides and constants travel in [`FusedParams`], so
+//! one kernel serves every size and value.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -89,8 +91,7 @@ impl Fuser for GpuFuser {
     fn run(&self, s: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>> {
         let ctx = context()?;
         ctx.check()?;
-        let body = source(program)?;
-        let pipeline = pipeline(ctx, &body)?;
+        let pipeline = pipeline(ctx, &kernel(program)?)?;
         let n = program.output.numel();
         let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
         let out = alloc(s, program.output.dtype, n)?;
@@ -109,7 +110,8 @@ impl Fuser for GpuFuser {
             let w = reduce_params(program)?;
             dispatch(s, &pipeline, &w, &bindings, grid(ctx, w.n as usize * 256)?)?;
         } else {
-            dispatch_1d(s, &pipeline, &params(program)?, &bindings, n)?;
+            let w = params(program)?;
+            dispatch_1d(s, &pipeline, &w, &bindings, w.n as usize)?;
         }
         super::announce_ready()?;
         let mut outs: Vec<Buffer> = vec![std::sync::Arc::new(out)];
@@ -148,75 +150,142 @@ fn wgsl_type(d: DType) -> Result<&'static str> {
     }
 }
 
-/// The WGSL text of the program's kernel, entry point `main`. Public to the crate's tests
-/// through [`crate::backend::gpu::fused_source`].
+/// The WGSL text of the program's kernel, entry point `main`: the f32 library, then
+/// [`kernel`]. Public to the crate's tests through [`crate::backend::gpu::fused_source`].
 pub(crate) fn source(p: &Program) -> Result<String> {
+    let mut s = super::shader::f32_library();
+    s.push_str(&kernel(p)?);
+    Ok(s)
+}
+
+/// The program's own part of its kernel (bindings, `main`), which alone varies between
+/// programs: the pipeline cache's key, so a run hashes a few hundred bytes instead of the
+/// whole library.
+fn kernel(p: &Program) -> Result<String> {
     if p.inputs.len() > MAX_FUSED_INPUTS {
         return Err(Error::Internal(format!("a fused region of {} inputs", p.inputs.len())));
     }
     let params = if p.reduces() { "FusedReduceParams" } else { "FusedParams" };
-    let mut s = super::shader::f32_library();
+    let mut s = String::with_capacity(2048);
     let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
+    // Four elements a thread where no input needs strides (the unfused `_v4` kernels'
+    // form): one element a thread held the 5-op chain and gelu to 0.47 ms per 64M
+    // elements on an H200 whatever bytes they moved (BENCHMARKS.md, session 7).
+    let n = p.output.numel();
+    let wide = wide(p);
+    let array = |d: DType, flat: bool| -> Result<String> {
+        let t = wgsl_type(d)?;
+        Ok(if flat && wide { format!("array<vec4<{t}>>") } else { format!("array<{t}>") })
+    };
     for (k, m) in p.inputs.iter().enumerate() {
-        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: array<{}>;", k + 1, wgsl_type(m.dtype)?);
+        let flat = read_of(m, n) == Read::Flat;
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: {};", k + 1, array(m.dtype, flat)?);
     }
     let _ = writeln!(
         s,
-        "@group(0) @binding({}) var<storage, read_write> OUT: array<{}>;",
+        "@group(0) @binding({}) var<storage, read_write> OUT: {};",
         p.inputs.len() + 1,
-        wgsl_type(p.output.dtype)?
+        array(p.output.dtype, true)?
     );
     if p.reduction.is_some() && !p.extra_outputs.is_empty() {
         return Err(Error::Internal("a fused reduction with extra outputs".into()));
     }
     for (j, &v) in p.extra_outputs.iter().enumerate() {
-        let ty = wgsl_type(p.steps.get(v).ok_or_else(|| Error::Internal(format!("extra output v{v}")))?.1)?;
+        let d = p.steps.get(v).ok_or_else(|| Error::Internal(format!("extra output v{v}")))?.1;
         let _ = writeln!(
             s,
-            "@group(0) @binding({}) var<storage, read_write> OUT{}: array<{ty}>;",
+            "@group(0) @binding({}) var<storage, read_write> OUT{}: {};",
             p.inputs.len() + 2 + j,
-            j + 1
+            j + 1,
+            array(d, true)?
         );
     }
     if p.reduces() {
         row_kernel(&mut s, p)?;
-        return Ok(s);
+    } else {
+        elementwise_kernel(&mut s, p, wide)?;
     }
+    Ok(s)
+}
+
+/// Whether an elementwise program's kernel takes four elements a thread: no input is read
+/// with strides (flat inputs come as `vec4`s, scalars as one element). Every buffer's
+/// size is a multiple of 16 bytes (`buffer::bucket`), so the last vector is in bounds; its
+/// lanes past the end compute on whatever is there and land in the output's padding.
+fn wide(p: &Program) -> bool {
     let n = p.output.numel();
+    !p.reduces() && p.inputs.iter().all(|m| read_of(m, n) != Read::Strided)
+}
+
+/// The kernel of an elementwise program: the steps as a function `elem` of the values read
+/// at one element (flat and strided inputs as arguments, scalars read inside), called once
+/// a thread, or four times over `vec4` loads when the program is [`wide`].
+fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
+    let n = p.output.numel();
+    let args: Vec<usize> = (0..p.inputs.len()).filter(|&k| read_of(&p.inputs[k], n) != Read::Scalar).collect();
+    let mut outs: Vec<usize> = vec![p.result];
+    outs.extend(&p.extra_outputs);
+    let _ = writeln!(s, "\nstruct Elem {{");
+    for (j, &v) in outs.iter().enumerate() {
+        let _ = writeln!(s, "    o{j}: {},", wgsl_type(p.steps[v].1)?);
+    }
+    let params: Vec<String> =
+        args.iter().map(|&k| Ok(format!("x{k}: {}", wgsl_type(p.inputs[k].dtype)?))).collect::<Result<_>>()?;
+    let _ = writeln!(s, "}}\n\nfn elem({}) -> Elem {{", params.join(", "));
+    let read = |k: usize| if args.contains(&k) { format!("x{k}") } else { format!("IN{k}[0]") };
+    steps(s, p, "    ", &vec![true; p.steps.len()], read)?;
+    let vals: Vec<String> = outs.iter().map(|v| format!("v{v}")).collect();
+    let _ = writeln!(s, "    return Elem({});\n}}", vals.join(", "));
     s.push_str(
         "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
     );
+    let store = |s: &mut String, at: &str, lanes: &[String]| {
+        for j in 0..outs.len() {
+            let name = if j == 0 { "OUT".to_string() } else { format!("OUT{j}") };
+            let vals: Vec<String> = lanes.iter().map(|e| format!("{e}.o{j}")).collect();
+            let v = if lanes.len() == 1 { vals[0].clone() } else { format!("vec4({})", vals.join(", ")) };
+            let _ = writeln!(s, "    {name}[{at}] = {v};");
+        }
+    };
+    if wide {
+        for &k in &args {
+            let _ = writeln!(s, "    let a{k} = IN{k}[i];");
+        }
+        let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("e{c}")).collect();
+        for c in ["x", "y", "z", "w"] {
+            let a: Vec<String> = args.iter().map(|k| format!("a{k}.{c}")).collect();
+            let _ = writeln!(s, "    let e{c} = elem({});", a.join(", "));
+        }
+        store(s, "i", &lanes);
+        s.push_str("}\n");
+        return Ok(());
+    }
     // Strided inputs share the output element's coordinates over the merged axes,
     // computed once, unrolled for the rank (a loop over arrays copied out of `P`
     // spills to local memory: `x - max` over rows ran at a fraction of bandwidth).
-    let rank = if (0..p.inputs.len()).any(|k| read_of(&p.inputs[k], n) == Read::Strided) {
-        let rank = layout(p).0.len();
-        let _ = writeln!(s, "    var q = i;");
-        for d in (0..rank).rev() {
-            if d == 0 {
-                let _ = writeln!(s, "    let c0 = q;");
-            } else {
-                let _ = writeln!(s, "    let c{d} = q % P.shape[{d}];\n    q = q / P.shape[{d}];");
-            }
+    let rank = layout(p).0.len();
+    let _ = writeln!(s, "    var q = i;");
+    for d in (0..rank).rev() {
+        if d == 0 {
+            let _ = writeln!(s, "    let c0 = q;");
+        } else {
+            let _ = writeln!(s, "    let c{d} = q % P.shape[{d}];\n    q = q / P.shape[{d}];");
         }
-        rank
-    } else {
-        0
-    };
-    let read = |k: usize| match read_of(&p.inputs[k], n) {
-        Read::Flat => format!("IN{k}[i]"),
-        Read::Scalar => format!("IN{k}[0]"),
-        Read::Strided => {
-            let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
-            format!("IN{k}[u32({})]", terms.join(" + "))
-        }
-    };
-    steps(&mut s, p, "    ", &vec![true; p.steps.len()], read)?;
-    for (j, v) in p.extra_outputs.iter().enumerate() {
-        let _ = writeln!(s, "    OUT{}[i] = v{v};", j + 1);
     }
-    let _ = writeln!(s, "    OUT[i] = v{};\n}}", p.result);
-    Ok(s)
+    let a: Vec<String> = args
+        .iter()
+        .map(|&k| match read_of(&p.inputs[k], n) {
+            Read::Strided => {
+                let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
+                format!("IN{k}[u32({})]", terms.join(" + "))
+            }
+            Read::Flat | Read::Scalar => format!("IN{k}[i]"),
+        })
+        .collect();
+    let _ = writeln!(s, "    let e = elem({});", a.join(", "));
+    store(s, "i", &["e".to_string()]);
+    s.push_str("}\n");
+    Ok(())
 }
 
 /// How many reductions each value waits for: 0 for inputs and constants, one more than
@@ -443,7 +512,9 @@ fn layout(p: &Program) -> (Vec<usize>, Vec<Vec<isize>>) {
 fn params(p: &Program) -> Result<FusedParams> {
     let n = p.output.numel();
     let (shape, strides) = layout(p);
-    let mut w = FusedParams { n: u32_param("fused", n)?, ..Default::default() };
+    // A wide kernel's threads take four elements each.
+    let threads = if wide(p) { n.div_ceil(4) } else { n };
+    let mut w = FusedParams { n: u32_param("fused", threads)?, ..Default::default() };
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
     }
@@ -548,12 +619,14 @@ fn cache() -> &'static Mutex<Cache> {
     C.get_or_init(|| Box::leak(Box::new(Mutex::new(Cache { pipelines: HashMap::new(), clock: 0 }))))
 }
 
-fn pipeline(ctx: &Context, src: &str) -> Result<wgpu::ComputePipeline> {
+/// The pipeline of a kernel ([`kernel`]'s text, the cache key), compiled after the f32
+/// library on first use.
+fn pipeline(ctx: &Context, key: &str) -> Result<wgpu::ComputePipeline> {
     {
         let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
         c.clock += 1;
         let now = c.clock;
-        if let Some((p, used)) = c.pipelines.get_mut(src) {
+        if let Some((p, used)) = c.pipelines.get_mut(key) {
             *used = now;
             return Ok(p.clone());
         }
@@ -562,7 +635,7 @@ fn pipeline(ctx: &Context, src: &str) -> Result<wgpu::ComputePipeline> {
     let module = ctx.scoped("compiling a fused kernel", || {
         Ok(ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("fused"),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
+            source: wgpu::ShaderSource::Wgsl((super::shader::f32_library() + key).into()),
         }))
     })?;
     let p = ctx.scoped("building a fused kernel", || {
@@ -585,6 +658,6 @@ fn pipeline(ctx: &Context, src: &str) -> Result<wgpu::ComputePipeline> {
         log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
     }
     let now = c.clock;
-    c.pipelines.insert(src.to_string(), (p.clone(), now));
+    c.pipelines.insert(key.to_string(), (p.clone(), now));
     Ok(p)
 }
