@@ -168,24 +168,25 @@ fn kernel(p: &Program) -> Result<String> {
     let params = if p.reduces() { "FusedReduceParams" } else { "FusedParams" };
     let mut s = String::with_capacity(2048);
     let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
-    // Four elements a thread where no input needs strides (the unfused `_v4` kernels'
-    // form): one element a thread held the 5-op chain and gelu to 0.47 ms per 64M
-    // elements on an H200 whatever bytes they moved (BENCHMARKS.md, session 7).
-    let n = p.output.numel();
-    let wide = wide(p);
-    let array = |d: DType, flat: bool| -> Result<String> {
+    // Four elements a thread (or a row's thread per step) where the layout allows: one
+    // element a thread held the 5-op chain and gelu to 0.47 ms per 64M elements on an H200
+    // whatever bytes they moved (BENCHMARKS.md, session 7).
+    let vec4 = vec4_inputs(p);
+    let array = |d: DType, wide: bool| -> Result<String> {
         let t = wgsl_type(d)?;
-        Ok(if flat && wide { format!("array<vec4<{t}>>") } else { format!("array<{t}>") })
+        Ok(if wide { format!("array<vec4<{t}>>") } else { format!("array<{t}>") })
     };
     for (k, m) in p.inputs.iter().enumerate() {
-        let flat = read_of(m, n) == Read::Flat;
-        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: {};", k + 1, array(m.dtype, flat)?);
+        let wide = vec4.as_ref().is_some_and(|w| w[k]);
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> IN{k}: {};", k + 1, array(m.dtype, wide)?);
     }
+    // A reduction root writes one value a row.
+    let wide_out = vec4.is_some() && p.reduction.is_none();
     let _ = writeln!(
         s,
         "@group(0) @binding({}) var<storage, read_write> OUT: {};",
         p.inputs.len() + 1,
-        array(p.output.dtype, true)?
+        array(p.output.dtype, wide_out)?
     );
     if p.reduction.is_some() && !p.extra_outputs.is_empty() {
         return Err(Error::Internal("a fused reduction with extra outputs".into()));
@@ -197,24 +198,59 @@ fn kernel(p: &Program) -> Result<String> {
             "@group(0) @binding({}) var<storage, read_write> OUT{}: {};",
             p.inputs.len() + 2 + j,
             j + 1,
-            array(d, true)?
+            array(d, wide_out)?
         );
     }
     if p.reduces() {
-        row_kernel(&mut s, p)?;
+        row_kernel(&mut s, p, vec4.is_some())?;
     } else {
-        elementwise_kernel(&mut s, p, wide)?;
+        elementwise_kernel(&mut s, p, vec4.is_some())?;
     }
     Ok(s)
 }
 
-/// Whether an elementwise program's kernel takes four elements a thread: no input is read
-/// with strides (flat inputs come as `vec4`s, scalars as one element). Every buffer's
-/// size is a multiple of 16 bytes (`buffer::bucket`), so the last vector is in bounds; its
-/// lanes past the end compute on whatever is there and land in the output's padding.
-fn wide(p: &Program) -> bool {
+/// Which inputs the kernel reads as `vec4`s, when it takes four elements at a time; `None`
+/// when it takes one. Every buffer's size is a multiple of 16 bytes (`buffer::bucket`), so
+/// a last vector is in bounds.
+/// - An elementwise program whose inputs are all flat or scalar: each thread takes four
+///   consecutive elements (lanes past the end compute on whatever is there and land in
+///   the output's padding).
+/// - A program that reduces rows of a length divisible by four, every input and the output
+///   read along the row in one run of stride 1 or 0, the row offsets of the runs of
+///   stride 1 divisible by four: each thread folds (and writes) four consecutive elements
+///   of its row per step.
+fn vec4_inputs(p: &Program) -> Option<Vec<bool>> {
     let n = p.output.numel();
-    !p.reduces() && p.inputs.iter().all(|m| read_of(m, n) != Read::Strided)
+    if !p.reduces() {
+        let reads: Vec<Read> = p.inputs.iter().map(|m| read_of(m, n)).collect();
+        return (!reads.contains(&Read::Strided)).then(|| reads.iter().map(|&r| r == Read::Flat).collect());
+    }
+    let ((_, kst), (rshape, rst)) = reduce_layout(p);
+    if !numel(&rshape).is_multiple_of(4) {
+        return None;
+    }
+    let mut wide = Vec::with_capacity(p.inputs.len());
+    // The output's strides come last (`reduce_layout`); a reduction root writes per row.
+    for k in 0..=p.inputs.len() {
+        let scalar = k < p.inputs.len() && numel(&p.inputs[k].shape) == 1;
+        let w = match reduce_read(&rshape, &rst, k) {
+            _ if scalar => false,
+            Read::Flat => kst[k].iter().all(|st| st % 4 == 0),
+            Read::Scalar => false,
+            Read::Strided => return None,
+        };
+        if k == p.inputs.len() {
+            if !w && p.reduction.is_none() {
+                return None;
+            }
+        } else {
+            wide.push(w);
+        }
+    }
+    // A flat input whose row offsets are not aligned reads scalars: no vec4 kernel then.
+    let misaligned = (0..p.inputs.len())
+        .any(|k| numel(&p.inputs[k].shape) != 1 && reduce_read(&rshape, &rst, k) == Read::Flat && !wide[k]);
+    (!misaligned).then_some(wide)
 }
 
 /// The kernel of an elementwise program: the steps as a function `elem` of the values read
@@ -233,7 +269,7 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
         args.iter().map(|&k| Ok(format!("x{k}: {}", wgsl_type(p.inputs[k].dtype)?))).collect::<Result<_>>()?;
     let _ = writeln!(s, "}}\n\nfn elem({}) -> Elem {{", params.join(", "));
     let read = |k: usize| if args.contains(&k) { format!("x{k}") } else { format!("IN{k}[0]") };
-    steps(s, p, "    ", &vec![true; p.steps.len()], read)?;
+    steps(s, p, "    ", &vec![true; p.steps.len()], false, read)?;
     let vals: Vec<String> = outs.iter().map(|v| format!("v{v}")).collect();
     let _ = writeln!(s, "    return Elem({});\n}}", vals.join(", "));
     s.push_str(
@@ -332,10 +368,12 @@ fn needed(p: &Program, targets: &[usize]) -> Vec<bool> {
 /// at every element (an elementwise root: softmax, layer_norm) or reduces it (a reduction
 /// root). Passes after the first read the row again, mostly from cache: one kernel and no
 /// temporaries instead of one kernel and one round trip through memory per reduction.
-fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
+fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     let levels = levels(p)?;
     let ((_, _), (rshape, rst)) = reduce_layout(p);
     let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
+    // With `lanes` (see `vec4_inputs`) each thread takes four consecutive elements a step.
+    let (first, step) = if lanes { ("lid * 4u", "1024u") } else { ("lid", "256u") };
     s.push_str(
         "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n    let len = select(0u, P.len, live);\n",
     );
@@ -345,10 +383,14 @@ fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
                 writeln!(s, "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);");
         }
     }
+    let types: Vec<&str> = p.inputs.iter().map(|m| wgsl_type(m.dtype)).collect::<Result<_>>()?;
+    // One value for the whole row: a vector of four copies in the four-lane form.
+    let splat = |k: usize, e: String| if lanes { format!("vec4<{}>({e})", types[k]) } else { e };
     let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
-        (true, _) => format!("IN{k}[0]"),
+        (true, _) => splat(k, format!("IN{k}[0]")),
+        (false, Read::Flat) if lanes => format!("IN{k}[(u32(ko{k}) + r) / 4u]"),
         (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
-        (false, Read::Scalar) => format!("IN{k}[u32(ko{k})]"),
+        (false, Read::Scalar) => splat(k, format!("IN{k}[u32(ko{k})]")),
         (false, Read::Strided) => {
             format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
         }
@@ -384,10 +426,17 @@ fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
         for (j, (_, _, op)) in folds.iter().enumerate() {
             let _ = writeln!(s, "        var acc{j} = acc_identity({op});");
         }
-        let _ = writeln!(s, "        for (var r = lid; r < len; r += 256u) {{");
-        steps(s, p, "            ", &needed(p, &operands), read)?;
+        let _ = writeln!(s, "        for (var r = {first}; r < len; r += {step}) {{");
+        steps(s, p, "            ", &needed(p, &operands), lanes, &read)?;
         for (j, (_, a, op)) in folds.iter().enumerate() {
-            let _ = writeln!(s, "            acc{j} = acc_op({op}, acc{j}, v{a});");
+            if lanes {
+                let _ = writeln!(
+                    s,
+                    "            acc{j} = acc_op({op}, acc{j}, acc_op({op}, acc_op({op}, v{a}.x, v{a}.y), acc_op({op}, v{a}.z, v{a}.w)));"
+                );
+            } else {
+                let _ = writeln!(s, "            acc{j} = acc_op({op}, acc{j}, v{a});");
+            }
         }
         let _ = writeln!(s, "        }}");
         for (j, (v, _, op)) in folds.iter().enumerate() {
@@ -409,17 +458,18 @@ fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
         // The last pass writes the result (and extra outputs) at every element of the row.
         let out = reduce_read(&rshape, &rst, p.inputs.len());
         let at = match out {
+            Read::Flat if lanes => "(u32(koo) + r) / 4u".to_string(),
             Read::Flat => "u32(koo) + r".to_string(),
             Read::Scalar => "u32(koo)".to_string(),
             Read::Strided => "u32(koo + strided_offset(r, P.rrank, P.rshape, P.orstrides))".to_string(),
         };
         let _ = writeln!(
             s,
-            "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    for (var r = lid; r < len; r += 256u) {{"
+            "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    for (var r = {first}; r < len; r += {step}) {{"
         );
         let mut outs: Vec<usize> = p.extra_outputs.clone();
         outs.push(p.result);
-        steps(s, p, "        ", &needed(p, &outs), read)?;
+        steps(s, p, "        ", &needed(p, &outs), lanes, &read)?;
         let _ = writeln!(s, "        let dst = {at};");
         for (j, v) in p.extra_outputs.iter().enumerate() {
             let _ = writeln!(s, "        OUT{}[dst] = v{v};", j + 1);
@@ -430,43 +480,71 @@ fn row_kernel(s: &mut String, p: &Program) -> Result<()> {
     Ok(())
 }
 
-/// One `let` per step that `emit` marks, reading input `k` as `read(k)` gives it.
-/// Reductions are never emitted: a row kernel's passes compute them.
-fn steps(s: &mut String, p: &Program, indent: &str, emit: &[bool], read: impl Fn(usize) -> String) -> Result<()> {
+/// One `let` per step that `emit` marks, reading input `k` as `read(k)` gives it. With
+/// `lanes`, every value is a `vec4` of four consecutive elements (`read` gives vectors;
+/// a reduced value, one per row, is splatted) and each step applies its function lane by
+/// lane. Reductions are never emitted: a row kernel's passes compute them.
+fn steps(
+    s: &mut String,
+    p: &Program,
+    indent: &str,
+    emit: &[bool],
+    lanes: bool,
+    read: impl Fn(usize) -> String,
+) -> Result<()> {
     let consts = const_table(p)?;
+    // Operand `a` as a vector (for `select`) and lane `c` of it: a reduced value is one
+    // scalar for the whole row.
+    let reduced = |a: usize| matches!(p.steps[a].0, Step::Reduce(..));
+    let x = |a: usize| if lanes && reduced(a) { format!("vec4<f32>(v{a})") } else { format!("v{a}") };
+    let xl = |a: usize, c: &str| if reduced(a) { format!("v{a}") } else { format!("v{a}{c}") };
     for (v, &(step, dtype)) in p.steps.iter().enumerate() {
         if !emit[v] {
             continue;
         }
-        let ty = |a: usize| p.steps[a].1;
+        let ty = wgsl_type(dtype)?;
+        // `f` of lane `c` (".x" ...; "" for the scalar form), once or per lane.
+        let each = |f: &dyn Fn(&str) -> String| {
+            if lanes {
+                let l: Vec<String> = [".x", ".y", ".z", ".w"].iter().map(|c| f(c)).collect();
+                format!("vec4<{ty}>({})", l.join(", "))
+            } else {
+                f("")
+            }
+        };
         let expr = match step {
             Step::Input(k) => read(k),
             Step::Const(c) => {
                 // The bits of the value the Full kernel stores (`value as f32`, or 0/1).
                 let bits = const_bits(c, dtype)?;
                 let j = consts.iter().position(|&b| b == bits).unwrap_or_default();
-                match dtype {
+                let scalar = match dtype {
                     DType::F32 => format!("bitcast<f32>(P.consts[{j}])"),
                     _ => format!("P.consts[{j}]"),
-                }
+                };
+                if lanes { format!("vec4<{ty}>({scalar})") } else { scalar }
             }
             Step::Unary(op, a) => match dtype {
-                DType::Bool => format!("unary_pred_t({}, v{a})", op.wgsl_name()),
-                _ => format!("unary_t({}, v{a})", op.wgsl_name()),
+                DType::Bool => each(&|c| format!("unary_pred_t({}, {})", op.wgsl_name(), xl(a, c))),
+                _ => each(&|c| format!("unary_t({}, {})", op.wgsl_name(), xl(a, c))),
             },
-            Step::Binary(op, a, b) if op.is_comparison() => format!("compare_t({}, v{a}, v{b})", op.wgsl_name()),
-            Step::Binary(op, a, b) => format!("binary_t({}, v{a}, v{b})", op.wgsl_name()),
+            Step::Binary(op, a, b) if op.is_comparison() => {
+                each(&|c| format!("compare_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c)))
+            }
+            Step::Binary(op, a, b) => each(&|c| format!("binary_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c))),
+            Step::Select(c, a, b) if lanes => format!("select({}, {}, {} != vec4<u32>(0u))", x(b), x(a), x(c)),
             Step::Select(c, a, b) => format!("select(v{b}, v{a}, v{c} != 0u)"),
-            Step::Cast(a) => match (ty(a), dtype) {
-                (DType::Bool, DType::F32) => format!("t_from_bool(v{a} != 0u)"),
-                (DType::F32, DType::F32) => format!("t_from_f32(v{a})"),
+            Step::Cast(a) => match (p.steps[a].1, dtype) {
+                (DType::Bool, DType::F32) => each(&|c| format!("t_from_bool({} != 0u)", xl(a, c))),
+                (DType::F32, DType::F32) => each(&|c| format!("t_from_f32({})", xl(a, c))),
                 (from, to) => return Err(Error::Internal(format!("a fused cast from {from} to {to}"))),
             },
             Step::Reduce(..) => {
                 return Err(Error::Internal(format!("fused step v{v}: a reduction outside a row kernel's pass")));
             }
         };
-        let _ = writeln!(s, "{indent}let v{v}: {} = {expr};", wgsl_type(dtype)?);
+        let vty = if lanes { format!("vec4<{ty}>") } else { ty.to_string() };
+        let _ = writeln!(s, "{indent}let v{v}: {vty} = {expr};");
     }
     Ok(())
 }
@@ -513,7 +591,7 @@ fn params(p: &Program) -> Result<FusedParams> {
     let n = p.output.numel();
     let (shape, strides) = layout(p);
     // A wide kernel's threads take four elements each.
-    let threads = if wide(p) { n.div_ceil(4) } else { n };
+    let threads = if vec4_inputs(p).is_some() { n.div_ceil(4) } else { n };
     let mut w = FusedParams { n: u32_param("fused", threads)?, ..Default::default() };
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
