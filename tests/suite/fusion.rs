@@ -555,6 +555,46 @@ fn softmax_is_one_kernel_on_the_gpu() {
     .unwrap();
 }
 
+/// Every form of the GPU's row kernel agrees with the CPU: rows kept in registers (one
+/// step a thread, and three with the last one partial), rows too long for registers read
+/// four elements a step, and rows of odd length read one at a time; softmax and layer_norm,
+/// each one kernel, each naga-validated.
+#[cfg(feature = "gpu")]
+#[test]
+fn row_kernel_forms_agree() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    for cols in [512usize, 2052, 16400, 1030] {
+        let rows = 64;
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
+        let f = |x: &Array| -> lazuli::Result<Vec<Array>> { Ok(vec![x.softmax(&[1])?, layer_norm(x)?]) };
+        let cpu: Vec<Vec<f32>> =
+            f(&Array::from_slice(&x, &[rows, cols]).unwrap()).unwrap().iter().map(|y| y.to_vec().unwrap()).collect();
+        on(lazuli::Device::gpu(0), || {
+            // Relative for softmax; layer_norm's outputs are O(1), their error set by the
+            // row's sums (an output near 0 has cancelled).
+            let tol = [(2e-5, 1e-9), (2e-5, 2e-5)];
+            for ((y, want), (rel, abs)) in f(&Array::from_slice(&x, &[rows, cols])?)?.iter().zip(&cpu).zip(tol) {
+                let progs = fusion::programs(&[y]);
+                if fusion::enabled() {
+                    assert_eq!(progs.len(), 1, "{cols} columns: {progs:?}");
+                    crate::shaders_naga::validate_all_targets(
+                        "row kernel",
+                        &lazuli::backend::gpu::fused_source(&progs[0])?,
+                    );
+                }
+                let got = y.to_vec::<f32>()?;
+                for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert!((g - w).abs() <= rel * w.abs() + abs, "{cols} columns, element {i}: {g} vs {w}");
+                }
+            }
+            lazuli::Result::Ok(())
+        })
+        .unwrap();
+    }
+}
+
 /// A program whose extra outputs make no sense gets an `Err` from the GPU's code
 /// generator, not a panic: an index past the steps, or extra outputs on a reduction.
 #[cfg(feature = "gpu")]

@@ -361,39 +361,95 @@ fn needed(p: &Program, targets: &[usize]) -> Vec<bool> {
     need
 }
 
+/// Most `vec4`s of input a row kernel's thread keeps in registers (see [`row_kernel`]):
+/// 64 registers, so a 256-thread workgroup still fits several times on an SM.
+const RESIDENT_VECTORS: usize = 16;
+
 /// The kernel of a program that reduces: one workgroup per row (the kept coordinates).
 /// Each level of reductions is one pass over the row, every thread folding a strided share
 /// of the elements through the steps that level needs, then the group folding the 256
 /// partials as the unfused row kernel does (reduce.wgsl); a last pass writes the result
 /// at every element (an elementwise root: softmax, layer_norm) or reduces it (a reduction
-/// root). Passes after the first read the row again, mostly from cache: one kernel and no
-/// temporaries instead of one kernel and one round trip through memory per reduction.
+/// root): one kernel and no temporaries instead of one kernel and one round trip through
+/// memory per reduction.
+///
+/// In the four-lane form, when each thread's share of the row's inputs that vary from row
+/// to row fits [`RESIDENT_VECTORS`], the share is loaded once into registers before the
+/// first pass (the loops unrolled, the steps a thread takes fixed by the row's length in
+/// the kernel's text) and every pass computes from it, so the row is read from memory
+/// once. Otherwise passes after the first read the row again, from cache where it still is.
 fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     let levels = levels(p)?;
-    let ((_, _), (rshape, rst)) = reduce_layout(p);
+    let ((_, kst), (rshape, rst)) = reduce_layout(p);
     let scalar = |k: usize| numel(&p.inputs[k].shape) == 1;
     // With `lanes` (see `vec4_inputs`) each thread takes four consecutive elements a step.
     let (first, step) = if lanes { ("lid * 4u", "1024u") } else { ("lid", "256u") };
+    // Inputs kept in registers: read along the row, and different in every row (an input
+    // the same for every row, as a layer norm's gain, stays in cache by itself).
+    let kept = |k: usize| {
+        lanes && !scalar(k) && reduce_read(&rshape, &rst, k) == Read::Flat && kst[k].iter().any(|&st| st != 0)
+    };
+    let steps_per_row = numel(&rshape).div_ceil(1024);
+    let resident = (0..p.inputs.len()).filter(|&k| kept(k)).count() * steps_per_row;
+    let resident = (lanes && resident <= RESIDENT_VECTORS).then_some(steps_per_row);
     s.push_str(
         "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n    let len = select(0u, P.len, live);\n",
     );
+    let types: Vec<&str> = p.inputs.iter().map(|m| wgsl_type(m.dtype)).collect::<Result<_>>()?;
     for k in 0..p.inputs.len() {
         if !scalar(k) {
             let _ =
                 writeln!(s, "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);");
         }
+        if let Some(steps) = resident
+            && kept(k)
+        {
+            for j in 0..steps {
+                let _ = writeln!(
+                    s,
+                    "    var in{k}_{j}: vec4<{}>;\n    if {first} + {}u < len {{\n        in{k}_{j} = IN{k}[(u32(ko{k}) + {first} + {}u) / 4u];\n    }}",
+                    types[k],
+                    1024 * j,
+                    1024 * j
+                );
+            }
+        }
     }
-    let types: Vec<&str> = p.inputs.iter().map(|m| wgsl_type(m.dtype)).collect::<Result<_>>()?;
     // One value for the whole row: a vector of four copies in the four-lane form.
     let splat = |k: usize, e: String| if lanes { format!("vec4<{}>({e})", types[k]) } else { e };
-    let read = |k: usize| match (scalar(k), reduce_read(&rshape, &rst, k)) {
-        (true, _) => splat(k, format!("IN{k}[0]")),
-        (false, Read::Flat) if lanes => format!("IN{k}[(u32(ko{k}) + r) / 4u]"),
-        (false, Read::Flat) => format!("IN{k}[u32(ko{k}) + r]"),
-        (false, Read::Scalar) => splat(k, format!("IN{k}[u32(ko{k})]")),
-        (false, Read::Strided) => {
+    // Input `k` at the element(s) `r` of the row; `j`: the resident step, if resident.
+    let read = |k: usize, j: Option<usize>| match (scalar(k), reduce_read(&rshape, &rst, k), j) {
+        (false, Read::Flat, Some(j)) if kept(k) => format!("in{k}_{j}"),
+        (true, _, _) => splat(k, format!("IN{k}[0]")),
+        (false, Read::Flat, _) if lanes => format!("IN{k}[(u32(ko{k}) + r) / 4u]"),
+        (false, Read::Flat, _) => format!("IN{k}[u32(ko{k}) + r]"),
+        (false, Read::Scalar, _) => splat(k, format!("IN{k}[u32(ko{k})]")),
+        (false, Read::Strided, _) => {
             format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
         }
+    };
+    // `body` at every element(s) `r` of the thread's share of the row: a loop, or the
+    // resident steps unrolled.
+    let walk = |s: &mut String, body: &dyn Fn(&mut String, &str, Option<usize>) -> Result<()>| -> Result<()> {
+        match resident {
+            Some(steps) => {
+                for j in 0..steps {
+                    let _ = writeln!(
+                        s,
+                        "        {{\n            let r = {first} + {}u;\n            if r < len {{",
+                        1024 * j
+                    );
+                    body(s, "                ", Some(j))?;
+                    let _ = writeln!(s, "            }}\n        }}");
+                }
+            }
+            None => {
+                let _ = writeln!(s, "        for (var r = {first}; r < len; r += {step}) {{");
+                body(s, "            ", None)?;
+                let _ = writeln!(s, "        }}");
+            }
+        }
+        Ok(())
     };
     // One pass per level of reductions; the root reduction is the last level's.
     let depth = levels.iter().zip(&p.steps).filter(|(_, (st, _))| matches!(st, Step::Reduce(..))).map(|(l, _)| *l);
@@ -426,19 +482,20 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
         for (j, (_, _, op)) in folds.iter().enumerate() {
             let _ = writeln!(s, "        var acc{j} = acc_identity({op});");
         }
-        let _ = writeln!(s, "        for (var r = {first}; r < len; r += {step}) {{");
-        steps(s, p, "            ", &needed(p, &operands), lanes, &read)?;
-        for (j, (_, a, op)) in folds.iter().enumerate() {
-            if lanes {
-                let _ = writeln!(
-                    s,
-                    "            acc{j} = acc_op({op}, acc{j}, acc_op({op}, acc_op({op}, v{a}.x, v{a}.y), acc_op({op}, v{a}.z, v{a}.w)));"
-                );
-            } else {
-                let _ = writeln!(s, "            acc{j} = acc_op({op}, acc{j}, v{a});");
+        walk(s, &|s, indent, at| {
+            steps(s, p, indent, &needed(p, &operands), lanes, |k| read(k, at))?;
+            for (j, (_, a, op)) in folds.iter().enumerate() {
+                if lanes {
+                    let _ = writeln!(
+                        s,
+                        "{indent}acc{j} = acc_op({op}, acc{j}, acc_op({op}, acc_op({op}, v{a}.x, v{a}.y), acc_op({op}, v{a}.z, v{a}.w)));"
+                    );
+                } else {
+                    let _ = writeln!(s, "{indent}acc{j} = acc_op({op}, acc{j}, v{a});");
+                }
             }
-        }
-        let _ = writeln!(s, "        }}");
+            Ok(())
+        })?;
         for (j, (v, _, op)) in folds.iter().enumerate() {
             let v = *v;
             let _ = writeln!(
@@ -463,18 +520,20 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             Read::Scalar => "u32(koo)".to_string(),
             Read::Strided => "u32(koo + strided_offset(r, P.rrank, P.rshape, P.orstrides))".to_string(),
         };
-        let _ = writeln!(
-            s,
-            "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    for (var r = {first}; r < len; r += {step}) {{"
-        );
+        let _ =
+            writeln!(s, "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    {{");
         let mut outs: Vec<usize> = p.extra_outputs.clone();
         outs.push(p.result);
-        steps(s, p, "        ", &needed(p, &outs), lanes, &read)?;
-        let _ = writeln!(s, "        let dst = {at};");
-        for (j, v) in p.extra_outputs.iter().enumerate() {
-            let _ = writeln!(s, "        OUT{}[dst] = v{v};", j + 1);
-        }
-        let _ = writeln!(s, "        OUT[dst] = v{};\n    }}", p.result);
+        walk(s, &|s, indent, j| {
+            steps(s, p, indent, &needed(p, &outs), lanes, |k| read(k, j))?;
+            let _ = writeln!(s, "{indent}let dst = {at};");
+            for (e, v) in p.extra_outputs.iter().enumerate() {
+                let _ = writeln!(s, "{indent}OUT{}[dst] = v{v};", e + 1);
+            }
+            let _ = writeln!(s, "{indent}OUT[dst] = v{};", p.result);
+            Ok(())
+        })?;
+        let _ = writeln!(s, "    }}");
     }
     s.push_str("}\n");
     Ok(())
