@@ -229,28 +229,20 @@ fn vec4_inputs(p: &Program) -> Option<Vec<bool>> {
     if !numel(&rshape).is_multiple_of(4) {
         return None;
     }
-    let mut wide = Vec::with_capacity(p.inputs.len());
-    // The output's strides come last (`reduce_layout`); a reduction root writes per row.
-    for k in 0..=p.inputs.len() {
-        let scalar = k < p.inputs.len() && numel(&p.inputs[k].shape) == 1;
-        let w = match reduce_read(&rshape, &rst, k) {
-            _ if scalar => false,
-            Read::Flat => kst[k].iter().all(|st| st % 4 == 0),
-            Read::Scalar => false,
-            Read::Strided => return None,
-        };
-        if k == p.inputs.len() {
-            if !w && p.reduction.is_none() {
-                return None;
-            }
-        } else {
-            wide.push(w);
-        }
+    // Input `k`'s read along the row (the output's, `k` = the number of inputs, its strides
+    // last in `reduce_layout`): `Some(true)` vectors of the run, `Some(false)` one value
+    // for the row, `None` where four lanes do not fit (strides, or misaligned offsets).
+    let lane = |k: usize| match reduce_read(&rshape, &rst, k) {
+        _ if k < p.inputs.len() && numel(&p.inputs[k].shape) == 1 => Some(false),
+        Read::Flat => kst[k].iter().all(|st| st % 4 == 0).then_some(true),
+        Read::Scalar => Some(false),
+        Read::Strided => None,
+    };
+    // A reduction root writes one value a row; any other root every element.
+    if p.reduction.is_none() && lane(p.inputs.len()) != Some(true) {
+        return None;
     }
-    // A flat input whose row offsets are not aligned reads scalars: no vec4 kernel then.
-    let misaligned = (0..p.inputs.len())
-        .any(|k| numel(&p.inputs[k].shape) != 1 && reduce_read(&rshape, &rst, k) == Read::Flat && !wide[k]);
-    (!misaligned).then_some(wide)
+    (0..p.inputs.len()).map(lane).collect()
 }
 
 /// The kernel of an elementwise program: the steps as a function `elem` of the values read
@@ -361,6 +353,10 @@ fn needed(p: &Program, targets: &[usize]) -> Vec<bool> {
     need
 }
 
+/// What a row kernel's pass emits at the element(s) `r`: into the text, at an indent, with
+/// the resident step if the row is in registers.
+type Body<'a> = &'a dyn Fn(&mut String, &str, Option<usize>) -> Result<()>;
+
 /// Most `vec4`s of input a row kernel's thread keeps in registers (see [`row_kernel`]):
 /// 64 registers, so a 256-thread workgroup still fits several times on an SM.
 const RESIDENT_VECTORS: usize = 16;
@@ -396,7 +392,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
         "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n    let len = select(0u, P.len, live);\n",
     );
     let types: Vec<&str> = p.inputs.iter().map(|m| wgsl_type(m.dtype)).collect::<Result<_>>()?;
-    for k in 0..p.inputs.len() {
+    for (k, ty) in types.iter().enumerate() {
         if !scalar(k) {
             let _ =
                 writeln!(s, "    let ko{k} = select(0i, strided_offset(o, P.krank, P.kshape, P.kstrides[{k}]), live);");
@@ -407,8 +403,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             for j in 0..steps {
                 let _ = writeln!(
                     s,
-                    "    var in{k}_{j}: vec4<{}>;\n    if {first} + {}u < len {{\n        in{k}_{j} = IN{k}[(u32(ko{k}) + {first} + {}u) / 4u];\n    }}",
-                    types[k],
+                    "    var in{k}_{j}: vec4<{ty}>;\n    if {first} + {}u < len {{\n        in{k}_{j} = IN{k}[(u32(ko{k}) + {first} + {}u) / 4u];\n    }}",
                     1024 * j,
                     1024 * j
                 );
@@ -430,7 +425,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     };
     // `body` at every element(s) `r` of the thread's share of the row: a loop, or the
     // resident steps unrolled.
-    let walk = |s: &mut String, body: &dyn Fn(&mut String, &str, Option<usize>) -> Result<()>| -> Result<()> {
+    let walk = |s: &mut String, body: Body<'_>| -> Result<()> {
         match resident {
             Some(steps) => {
                 for j in 0..steps {
