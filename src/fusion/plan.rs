@@ -57,7 +57,8 @@ pub(crate) enum Plan {
 /// backends fuse; the result keeps the order's dependencies.
 pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
     let consumers = consumers(&order);
-    let mut taken: HashSet<*const Node> = HashSet::new();
+    // Sized once: most nodes of a fusing eval end up taken.
+    let mut taken: HashSet<*const Node> = HashSet::with_capacity(order.len());
     let mut regions: HashMap<*const Node, Box<Region>> = HashMap::new();
     // Consumers come after their inputs: walking backwards grows each region from its
     // last consumer, so regions are as large as the rules allow.
@@ -151,7 +152,12 @@ fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
     if a.stream() != *stream || a.meta().numel() != 1 {
         return None;
     }
-    pending(a).and_then(|(op, _)| matches!(op, Primitive::Full(_)).then_some(op))
+    // Looked at in place: the planner asks this for every input of every member, and
+    // `pending` would clone the node's input list each time.
+    match &*a.0.lock() {
+        State::Pending { op, .. } => matches!(op, Primitive::Full(_)).then(|| op.clone()),
+        State::Running | State::Ready { .. } | State::Failed(_) => None,
+    }
 }
 
 /// The region rooted at `root`, if it fuses more than the root alone.
@@ -182,8 +188,9 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
         exposes: reduction.is_none(),
         row,
         exposed: HashSet::new(),
-        members: HashMap::new(),
-        refs: HashMap::new(),
+        // Sized for a full region: growing them rehashed every region of a long chain.
+        members: HashMap::with_capacity(limits.max_steps),
+        refs: HashMap::with_capacity(limits.max_inputs + 1),
         consts: HashMap::new(),
         work: Vec::new(),
     };
@@ -331,7 +338,8 @@ impl Growth<'_> {
     /// The program: members in dependency order from the root, inputs numbered as met.
     /// `None` only if a member is not a step after all (absorbing checks that it is).
     fn finish(mut self, root: &Array, reduction: Option<(ReduceOp, Vec<usize>)>) -> Option<Region> {
-        let mut values: HashMap<*const Node, usize> = HashMap::new();
+        let mut values: HashMap<*const Node, usize> =
+            HashMap::with_capacity(self.members.len() + self.consts.len() + self.refs.len());
         let mut steps = Vec::new();
         let mut leaves: Vec<Array> = Vec::new();
         let mut metas = Vec::new();

@@ -389,8 +389,11 @@ impl<'a> Ctx<'a> {
         Ok(Ctx { p, ins, homes, strides })
     }
 
-    /// One buffer per step, as its home needs (empty for values that live elsewhere).
+    /// One buffer per step, as its home needs (empty for values that live elsewhere); a
+    /// chunk's buffer no longer than the region (a 64-step region over 4 elements zeroed
+    /// 64 chunks of 2048 per eval: 7% of the 1000-op chain's time).
     fn scratch(&self) -> Vec<CpuData> {
+        let chunk = CHUNK.min(numel(&self.p.shape));
         self.p
             .steps
             .iter()
@@ -398,7 +401,7 @@ impl<'a> Ctx<'a> {
             .map(|(&(step, dtype), home)| match (home, step) {
                 (Home::Scalar, Step::Const(c)) => CpuData::filled(dtype, 1, c),
                 (Home::Scalar, _) => CpuData::filled(dtype, 1, 0.0),
-                (Home::Chunk, _) => CpuData::filled(dtype, CHUNK, 0.0),
+                (Home::Chunk, _) => CpuData::filled(dtype, chunk, 0.0),
                 (Home::Input(_) | Home::InputScalar(_) | Home::Output, _) => CpuData::filled(dtype, 0, 0.0),
             })
             .collect()
