@@ -598,6 +598,27 @@ fn row_kernel_forms_agree() {
     }
 }
 
+/// A row kernel whose inputs are each the same along the row or the same for every row
+/// (`a[r] * w[c]`) keeps nothing in registers, so its text does not grow with the row.
+#[cfg(feature = "gpu")]
+#[test]
+fn row_kernel_text_is_bounded() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    let source = |cols: usize| {
+        on(lazuli::Device::gpu(0), || {
+            let a = Array::from_slice(&vec![0.5f32; 64], &[64, 1])?;
+            let w = Array::from_slice(&vec![0.25f32; cols], &[1, cols])?;
+            let progs = fusion::programs(&[&(&a * &w)?.softmax(&[1])?]);
+            assert_eq!(progs.len(), 1, "{progs:?}");
+            lazuli::backend::gpu::fused_source(&progs[0])
+        })
+        .unwrap()
+    };
+    assert_eq!(source(4096).len(), source(1 << 16).len());
+}
+
 /// A program whose extra outputs make no sense gets an `Err` from the GPU's code
 /// generator, not a panic: an index past the steps, or extra outputs on a reduction.
 #[cfg(feature = "gpu")]

@@ -386,8 +386,10 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
         lanes && !scalar(k) && reduce_read(&rshape, &rst, k) == Read::Flat && kst[k].iter().any(|&st| st != 0)
     };
     let steps_per_row = numel(&rshape).div_ceil(1024);
-    let resident = (0..p.inputs.len()).filter(|&k| kept(k)).count() * steps_per_row;
-    let resident = (lanes && resident <= RESIDENT_VECTORS).then_some(steps_per_row);
+    // Unrolled only when something is kept: otherwise the unrolling saves nothing and the
+    // text would grow with the row (a [64, 1] input times a [1, 2^22] one keeps neither).
+    let kept_inputs = (0..p.inputs.len()).filter(|&k| kept(k)).count();
+    let resident = (kept_inputs > 0 && kept_inputs * steps_per_row <= RESIDENT_VECTORS).then_some(steps_per_row);
     s.push_str(
         "\nvar<workgroup> PART: array<f32, 256>;\n\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let o = wid.y * nwg.x + wid.x;\n    // Every thread reaches the barriers: bound the work, not the kernel.\n    let live = o < P.n;\n    let len = select(0u, P.len, live);\n",
     );
