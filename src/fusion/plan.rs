@@ -188,9 +188,10 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
         exposes: reduction.is_none(),
         row,
         exposed: HashSet::new(),
-        // Sized for a full region: growing them rehashed every region of a long chain.
-        members: HashMap::with_capacity(limits.max_steps),
-        refs: HashMap::with_capacity(limits.max_inputs + 1),
+        // Not pre-sized: most roots absorb nothing (a lone op), and a 64-entry table for
+        // each of them cost more than the rehashing of long regions saves.
+        members: HashMap::new(),
+        refs: HashMap::new(),
         consts: HashMap::new(),
         work: Vec::new(),
     };
