@@ -526,6 +526,12 @@ fn lone_broadcasts_run_generated_on_the_gpu() {
     }
 }
 
+/// `len` values in [-5, 5), the row kernels' test data.
+#[cfg(feature = "gpu")]
+fn row_data(len: usize) -> Vec<f32> {
+    (0..len).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect()
+}
+
 /// Where the GPU fuses reductions, softmax over rows is one row kernel: the max, the sum
 /// of `exp(x - max)` and the division in one program, nothing written out between them;
 /// the values are the CPU's.
@@ -535,7 +541,7 @@ fn softmax_is_one_kernel_on_the_gpu() {
     if !crate::common::gpu_available() {
         return;
     }
-    let x: Vec<f32> = (0..128 * 512).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
+    let x = row_data(128 * 512);
     let cpu = Array::from_slice(&x, &[128, 512]).unwrap().softmax(&[1]).unwrap().to_vec::<f32>().unwrap();
     on(lazuli::Device::gpu(0), || {
         let y = Array::from_slice(&x, &[128, 512])?.softmax(&[1])?;
@@ -570,7 +576,7 @@ fn row_kernel_forms_agree() {
     }
     for cols in [512usize, 2052, 16400, 1030] {
         let rows = 64;
-        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 1001) as f32 / 100.0 - 5.0).collect();
+        let x = row_data(rows * cols);
         let f = |x: &Array| -> lazuli::Result<Vec<Array>> { Ok(vec![x.softmax(&[1])?, layer_norm(x)?]) };
         let cpu: Vec<Vec<f32>> =
             f(&Array::from_slice(&x, &[rows, cols]).unwrap()).unwrap().iter().map(|y| y.to_vec().unwrap()).collect();

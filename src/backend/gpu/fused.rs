@@ -247,7 +247,7 @@ fn vec4_inputs(p: &Program) -> Option<Vec<bool>> {
 
 /// The kernel of an elementwise program: the steps as a function `elem` of the values read
 /// at one element (flat and strided inputs as arguments, scalars read inside), called once
-/// a thread, or four times over `vec4` loads when the program is [`wide`].
+/// a thread, or four times over `vec4` loads when `wide` ([`vec4_inputs`] says so).
 fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
     let n = p.output.numel();
     let args: Vec<usize> = (0..p.inputs.len()).filter(|&k| read_of(&p.inputs[k], n) != Read::Scalar).collect();
@@ -267,12 +267,13 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
     s.push_str(
         "\n@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let i = flat_id(wid, nwg, lid);\n    if i >= P.n { return; }\n",
     );
-    let store = |s: &mut String, at: &str, lanes: &[String]| {
+    // Element `i`'s values (or vector `i`'s, four lanes) into the outputs.
+    let store = |s: &mut String, lanes: &[String]| {
         for j in 0..outs.len() {
             let name = if j == 0 { "OUT".to_string() } else { format!("OUT{j}") };
             let vals: Vec<String> = lanes.iter().map(|e| format!("{e}.o{j}")).collect();
             let v = if lanes.len() == 1 { vals[0].clone() } else { format!("vec4({})", vals.join(", ")) };
-            let _ = writeln!(s, "    {name}[{at}] = {v};");
+            let _ = writeln!(s, "    {name}[i] = {v};");
         }
     };
     if wide {
@@ -284,7 +285,7 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
             let a: Vec<String> = args.iter().map(|k| format!("a{k}.{c}")).collect();
             let _ = writeln!(s, "    let e{c} = elem({});", a.join(", "));
         }
-        store(s, "i", &lanes);
+        store(s, &lanes);
         s.push_str("}\n");
         return Ok(());
     }
@@ -307,11 +308,12 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
                 let terms: Vec<String> = (0..rank).map(|d| format!("i32(c{d}) * P.strides[{k}][{d}]")).collect();
                 format!("IN{k}[u32({})]", terms.join(" + "))
             }
-            Read::Flat | Read::Scalar => format!("IN{k}[i]"),
+            Read::Flat => format!("IN{k}[i]"),
+            Read::Scalar => format!("IN{k}[0]"),
         })
         .collect();
     let _ = writeln!(s, "    let e = elem({});", a.join(", "));
-    store(s, "i", &["e".to_string()]);
+    store(s, &["e".to_string()]);
     s.push_str("}\n");
     Ok(())
 }
