@@ -146,6 +146,21 @@ fn main() -> Result<()> {
             x.eval()?;
             row("tiny op, eval, read back", "4", best(&s, || x.add(&x)?.to_vec::<f32>().map(drop))? * 1e6, "us");
         }
+        if want("gelu_call") {
+            // gelu (tanh form, 9 ops) on 4 elements: the host cost of one call, built op by
+            // op and through `compile` (which keeps the fused plan: one node per region).
+            let x = Array::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[4])?.add(0.0)?;
+            x.eval()?;
+            let gelu = |x: &[Array]| -> Result<Vec<Array>> {
+                let x = &x[0];
+                let inner = (&(x + &(&(x * x)? * x)?.mul(0.044715)?)? * 0.7978845608)?;
+                Ok(vec![(&(x * 0.5)? * &(&inner.tanh()? + 1.0)?)?])
+            };
+            let xs = [x];
+            row("gelu call, direct", "4", best(&s, || gelu(&xs)?[0].eval())? * 1e6, "us");
+            let f = lazuli::compile(gelu);
+            row("gelu call, compiled", "4", best(&s, || f.call(&xs)?[0].eval())? * 1e6, "us");
+        }
         if want("transfer") && !on_cpu {
             let len = 64 << 20; // 256 MB of f32 each way
             let host: Vec<f32> = (0..len).map(|i| i as f32).collect();

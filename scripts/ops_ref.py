@@ -114,6 +114,15 @@ def main(backend=None):
         row("1000-op chain, per op", "4", best(chain) / 1000 * 1e6, "us")
     if want("tiny"):
         row("tiny op, eval, read back", "4", best(lambda: tiny(x)) * 1e6, "us")
+    if want("gelu_call"):
+        # gelu (tanh form) on 4 elements: the host cost of one call of 9 ops.
+        def gelu(x):
+            return x * 0.5 * (xp.tanh((x + x * x * x * 0.044715) * 0.7978845608) + 1.0)
+
+        row("gelu call, direct", "4", best(lambda: gelu(x)) * 1e6, "us")
+        if not on_cpu:
+            compiled = torch.compile(gelu)
+            row("gelu call, compiled", "4", best(lambda: compiled(x)) * 1e6, "us")
     if want("transfer") and not on_cpu:
         ln = 64 << 20
         host = xp.arange(ln, dtype=xp.float32)

@@ -11,8 +11,18 @@
 //!
 //! A call whose signature (per input: device, dtype and shape; with [`Compiled::shapeless`],
 //! rank instead of shape) was traced before replays the steps: no argument checking, no
-//! lowering of composite ops, no closure call. The replayed graph is ordinary primitives,
-//! so it fuses at eval, and transforms (`grad`, `vjp`) see through it.
+//! lowering of composite ops, no closure call.
+//!
+//! **The fused plan is kept too.** With fusion on, the trace is planned once, as an eval
+//! of its outputs would be, and a call builds one [`Fused`] node
+//! per region (the backend's fuser runs it as one kernel) and a node per primitive
+//! outside regions: no per-primitive nodes, and no planning at eval
+//! ([`Compiled::nodes`] counts them). Where the plan does not apply the steps are replayed
+//! one by one and fuse at eval as any graph does: with fusion off, inside a transform
+//! (`grad`, `vjp` see primitives), and in shapeless mode at shapes other than the traced
+//! ones. A region member that is also an output is kept as steps, and a region's
+//! outputs do not fuse further with what the caller builds on them. A region whose
+//! kernel fails to build runs its primitives instead, with a log line.
 //!
 //! Caveats, as with any tracing compiler: a function that reads values (`item`, `to_vec`)
 //! or branches on them is traced for the values of the first call; in shapeless mode,
@@ -29,11 +39,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::array::{Array, Node, not_retaining, retaining};
+use crate::array::{Array, Node, State, is_retaining, not_retaining, retaining};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::primitive::{DeviceCopy, Primitive};
-use crate::stream::{Device, default_stream, with_stream};
+use crate::fusion::Plan;
+use crate::primitive::{ArrayFn, DeviceCopy, Fused, Meta, Primitive};
+use crate::stream::{Device, Stream, default_stream, with_stream};
 
 /// Traces a [`Compiled`] keeps unless told otherwise.
 pub const DEFAULT_CACHE_LIMIT: usize = 64;
@@ -123,6 +134,24 @@ struct Trace {
     steps: Vec<TraceStep>,
     consts: Vec<Array>,
     outputs: Vec<Ref>,
+    /// The fusion pass's plan of the steps, made once when traced (with fusion on).
+    plan: Option<FusedPlan>,
+}
+
+/// What a call builds when the trace's fused plan applies: one `Fused` node per region
+/// the fusion pass found in the trace, and the steps outside regions as they are.
+struct FusedPlan {
+    /// The input metas the plan was made for (a shapeless trace serves other shapes too).
+    inputs: Vec<Meta>,
+    calls: Vec<Call>,
+}
+
+/// One node a planned call builds.
+enum Call {
+    /// Trace step `k`, on its own.
+    Step(usize),
+    /// The region whose value is step `root`'s: one node reading `leaves`.
+    Region { root: usize, fused: Fused, leaves: Vec<Ref>, place: Place },
 }
 
 impl<F> Compiled<F>
@@ -156,6 +185,14 @@ where
     /// common-subexpression and constant passes left.
     pub fn primitives(&self, inputs: &[Array]) -> Result<usize> {
         Ok(self.trace_for(inputs)?.0.steps.len())
+    }
+
+    /// Nodes a call on these inputs builds (tracing first if needed): one per fused
+    /// region the trace keeps, plus one per primitive outside them; with fusion off or
+    /// inside a transform, [`Compiled::primitives`].
+    pub fn nodes(&self, inputs: &[Array]) -> Result<usize> {
+        let trace = self.trace_for(inputs)?.0;
+        Ok(trace.plan_for(inputs).map_or(trace.steps.len(), |p| p.calls.len()))
     }
 
     /// Runs the function on `inputs`: a replay of the trace for their signature, or a new
@@ -234,35 +271,241 @@ where
         // Retaining: a node the function evaluates keeps its graph, so the walk sees
         // through it instead of baking its value in.
         let outputs = retaining(|| (self.f)(&stand_ins))?;
-        record(&stand_ins, &outputs)
+        let mut trace = record(&stand_ins, &outputs)?;
+        drop((stand_ins, outputs));
+        if crate::fusion::enabled() {
+            trace.plan = not_retaining(|| trace.plan_regions(inputs))?;
+        }
+        Ok(trace)
+    }
+}
+
+impl Place {
+    /// The stream this place names for a call on `inputs`.
+    fn stream(self, inputs: &[Array]) -> Result<Stream> {
+        match self {
+            Place::LikeInput(i) => Ok(inputs[i].stream()),
+            Place::Device(d) => default_stream(d),
+        }
+    }
+
+    /// Where a value on `stream` is made: like the first of `inputs` on it, else on the
+    /// device's default stream.
+    fn of(stream: &Stream, inputs: &[Array]) -> Place {
+        inputs.iter().position(|s| s.stream() == *stream).map_or(Place::Device(stream.device), Place::LikeInput)
     }
 }
 
 impl Trace {
+    /// The outputs of a call on `inputs`: through the fused plan where it applies (fusion
+    /// on, outside transforms, the planned input metas), else step by step.
     fn replay(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        if let Some(plan) = self.plan_for(inputs) {
+            return self.replay_planned(plan, inputs);
+        }
+        let vals = self.replay_steps(inputs)?;
+        Ok(self.outputs.iter().map(|&r| self.get(r, inputs, &vals)).collect())
+    }
+
+    fn plan_for(&self, inputs: &[Array]) -> Option<&FusedPlan> {
+        let plan = self.plan.as_ref()?;
+        // Transforms walk primitives, not regions (a `Fused` node differentiates too, but
+        // through its decomposition, rebuilt at every rule).
+        let applies = crate::fusion::enabled()
+            && !is_retaining()
+            && plan.inputs.len() == inputs.len()
+            && plan.inputs.iter().zip(inputs).all(|(m, a)| m == a.meta());
+        applies.then_some(plan)
+    }
+
+    fn get(&self, r: Ref, inputs: &[Array], vals: &[Array]) -> Array {
+        match r {
+            Ref::Input(i) => inputs[i].clone(),
+            Ref::Const(j) => self.consts[j].clone(),
+            Ref::Step(k) => vals[k].clone(),
+        }
+    }
+
+    /// Every step's node for a call on `inputs`.
+    fn replay_steps(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let mut vals: Vec<Array> = Vec::with_capacity(self.steps.len());
-        let get = |r: Ref, vals: &[Array]| -> Array {
-            match r {
-                Ref::Input(i) => inputs[i].clone(),
-                Ref::Const(j) => self.consts[j].clone(),
-                Ref::Step(k) => vals[k].clone(),
-            }
-        };
         for s in &self.steps {
-            let args: Vec<Array> = s.args.iter().map(|&r| get(r, &vals)).collect();
+            let args: Vec<Array> = s.args.iter().map(|&r| self.get(r, inputs, &vals)).collect();
             let node = if args.is_empty() {
-                let stream = match s.place {
-                    Place::LikeInput(i) => inputs[i].stream(),
-                    Place::Device(d) => default_stream(d)?,
-                };
+                let stream = s.place.stream(inputs)?;
                 with_stream(&stream, || Array::from_op(s.op.clone(), args))?
             } else {
                 Array::from_op(s.op.clone(), args)?
             };
             vals.push(node);
         }
-        Ok(self.outputs.iter().map(|&r| get(r, &vals)).collect())
+        Ok(vals)
     }
+
+    fn replay_planned(&self, plan: &FusedPlan, inputs: &[Array]) -> Result<Vec<Array>> {
+        let mut vals: Vec<Option<Array>> = vec![None; self.steps.len()];
+        let get = |r: Ref, vals: &[Option<Array>]| -> Result<Array> {
+            match r {
+                Ref::Input(i) => Ok(inputs[i].clone()),
+                Ref::Const(j) => Ok(self.consts[j].clone()),
+                Ref::Step(k) => vals[k].clone().ok_or_else(|| Error::Internal(format!("compile: step {k} not built"))),
+            }
+        };
+        for call in &plan.calls {
+            let (k, node) = match call {
+                Call::Step(k) => {
+                    let s = &self.steps[*k];
+                    let args = s.args.iter().map(|&r| get(r, &vals)).collect::<Result<Vec<_>>>()?;
+                    let node = if args.is_empty() {
+                        with_stream(&s.place.stream(inputs)?, || Array::from_op(s.op.clone(), args))?
+                    } else {
+                        Array::from_op(s.op.clone(), args)?
+                    };
+                    (*k, node)
+                }
+                Call::Region { root, fused, leaves, place } => {
+                    let args = leaves.iter().map(|&r| get(r, &vals)).collect::<Result<Vec<_>>>()?;
+                    (*root, with_stream(&place.stream(inputs)?, || Array::from_op(fused.clone(), args))?)
+                }
+            };
+            vals[k] = Some(node);
+        }
+        self.outputs.iter().map(|&r| get(r, &vals)).collect()
+    }
+
+    /// The fusion pass's plan of this trace for inputs like `inputs`: the steps replayed
+    /// once over placeholders (nodes of the inputs' metas and streams that are not
+    /// pending, so the pass treats them as data), planned as an eval of the outputs would
+    /// be, each region becoming a [`Call::Region`]. `None` when no region forms.
+    fn plan_regions(&self, inputs: &[Array]) -> Result<Option<FusedPlan>> {
+        let holders: Vec<Array> = inputs
+            .iter()
+            .map(|a| {
+                let placeholder = Error::Internal("compile: a planning placeholder was read".into());
+                Array::with_state(a.meta().clone(), a.stream(), "input", State::Failed(placeholder))
+            })
+            .collect();
+        let vals = self.replay_steps(&holders)?;
+        let mut refs: HashMap<*const Node, Ref> = HashMap::new();
+        for (i, h) in holders.iter().enumerate() {
+            refs.insert(h.ptr(), Ref::Input(i));
+        }
+        for (j, c) in self.consts.iter().enumerate() {
+            refs.insert(c.ptr(), Ref::Const(j));
+        }
+        for (k, v) in vals.iter().enumerate() {
+            refs.insert(v.ptr(), Ref::Step(k));
+        }
+        let outputs: Vec<Array> = self.outputs.iter().map(|&r| self.get(r, &holders, &vals)).collect();
+        // Only the outputs (and the graph under them) held, as in an eval of a call's
+        // results: the pass reads extra holders as user handles.
+        drop(vals);
+        let order = crate::eval::topo_order(&outputs.iter().collect::<Vec<_>>());
+        let step_of = |a: &Array| match refs.get(&a.ptr()) {
+            Some(&Ref::Step(k)) => Some(k),
+            _ => None,
+        };
+        let mut calls = Vec::new();
+        let mut regions = 0;
+        for p in crate::fusion::plan(order) {
+            let r = match p {
+                Plan::Node(w) => {
+                    if let Some(k) = w.upgrade().and_then(|n| step_of(&Array(n))) {
+                        calls.push(Call::Step(k));
+                    }
+                    continue;
+                }
+                Plan::Region(r) => r,
+            };
+            let (Some(root), Some(members)) =
+                (step_of(&r.root), r.members.iter().map(step_of).collect::<Option<Vec<_>>>())
+            else {
+                return Ok(None);
+            };
+            let leaves: Option<Vec<Ref>> = r.leaves.iter().map(|a| refs.get(&a.ptr()).copied()).collect();
+            // A region that writes members out (a member is also an output) stays steps:
+            // eval fuses them as before.
+            let (Some(leaves), true) = (leaves, r.exposed.is_empty()) else {
+                calls.extend(members.iter().map(|&k| Call::Step(k)));
+                calls.push(Call::Step(root));
+                continue;
+            };
+            let Some(parts) = self.region_parts(root, &members, &leaves, &r.root.stream(), &r.leaves) else {
+                return Ok(None);
+            };
+            let place = Place::of(&r.root.stream(), &holders);
+            let fused = Fused { program: Arc::new(r.program), parts };
+            calls.push(Call::Region { root, fused, leaves, place });
+            regions += 1;
+        }
+        if regions == 0 {
+            return Ok(None);
+        }
+        prune(&mut calls, &self.outputs, &self.steps);
+        Ok(Some(FusedPlan { inputs: inputs.iter().map(|a| a.meta().clone()).collect(), calls }))
+    }
+
+    /// A region's primitives as a function of its leaves: the member steps (and the
+    /// constants they fold in) rebuilt over them, on the region's stream. `None` if a
+    /// member reads something that is neither a leaf, a member nor a constant step (the
+    /// plan is then not kept).
+    fn region_parts(
+        &self,
+        root: usize,
+        members: &[usize],
+        leaves: &[Ref],
+        stream: &Stream,
+        leaf_arrays: &[Array],
+    ) -> Option<Arc<ArrayFn>> {
+        // Sub-steps: members in order, then the root; operands are leaves (as inputs),
+        // earlier sub-steps, or constant steps copied in.
+        let mut sub: Vec<TraceStep> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        let const_place = Place::of(stream, leaf_arrays);
+        for &k in members.iter().chain(std::iter::once(&root)) {
+            let mut args = Vec::with_capacity(self.steps[k].args.len());
+            for &a in &self.steps[k].args {
+                let r = match leaves.iter().position(|&l| l == a) {
+                    Some(i) => Ref::Input(i),
+                    None => match a {
+                        Ref::Step(j) if index.contains_key(&j) => Ref::Step(index[&j]),
+                        // A folded constant: a step of no operands, made again here.
+                        Ref::Step(j) if self.steps[j].args.is_empty() => {
+                            sub.push(TraceStep { op: self.steps[j].op.clone(), args: Vec::new(), place: const_place });
+                            index.insert(j, sub.len() - 1);
+                            Ref::Step(sub.len() - 1)
+                        }
+                        Ref::Step(_) | Ref::Input(_) | Ref::Const(_) => return None,
+                    },
+                };
+                args.push(r);
+            }
+            sub.push(TraceStep { op: self.steps[k].op.clone(), args, place: const_place });
+            index.insert(k, sub.len() - 1);
+        }
+        let part = Trace { outputs: vec![Ref::Step(sub.len() - 1)], steps: sub, consts: Vec::new(), plan: None };
+        Some(Arc::new(move |xs: &[Array]| part.replay(xs)))
+    }
+}
+
+/// Drops the calls whose value nothing later reads and no output is (a constant every
+/// region folded in).
+fn prune(calls: &mut Vec<Call>, outputs: &[Ref], steps: &[TraceStep]) {
+    let mut live: std::collections::HashSet<usize> =
+        outputs.iter().filter_map(|r| if let Ref::Step(k) = r { Some(*k) } else { None }).collect();
+    let mut keep = vec![false; calls.len()];
+    for (i, c) in calls.iter().enumerate().rev() {
+        let (k, reads): (usize, &[Ref]) = match c {
+            Call::Step(k) => (*k, &steps[*k].args),
+            Call::Region { root, leaves, .. } => (*root, leaves),
+        };
+        if live.contains(&k) {
+            keep[i] = true;
+            live.extend(reads.iter().filter_map(|r| if let Ref::Step(j) = r { Some(*j) } else { None }));
+        }
+    }
+    let mut keep = keep.into_iter();
+    calls.retain(|_| keep.next().unwrap_or(false));
 }
 
 /// A node of the walk: the node, its graph (if it has one), the next input to visit.
@@ -335,5 +578,44 @@ fn record(stand_ins: &[Array], outputs: &[Array]) -> Result<Trace> {
         }
     }
     let outputs = outputs.iter().map(|o| refs[&o.ptr()]).collect();
-    Ok(Trace { steps, consts, outputs })
+    Ok(Trace { steps, consts, outputs, plan: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::primitive::Rules;
+
+    /// A kept region differentiates through its parts. Transforms never meet a `Fused`
+    /// node (calls inside them replay primitives), but its rules must hold all the same.
+    #[test]
+    fn a_kept_region_differentiates_through_its_parts() -> Result<()> {
+        crate::fusion::with_enabled(true, || {
+            let f = compile(|x: &[Array]| Ok(vec![(&(&x[0] * &x[1])?.exp()? * 0.5)?]));
+            let (av, bv, cv) = ([0.5f32, -1.0, 2.0], [1.5f32, 0.25, -0.5], [1.0f32, 2.0, -1.0]);
+            let inputs = [Array::from_slice(&av, &[3])?, Array::from_slice(&bv, &[3])?];
+            let (trace, _) = f.trace_for(&inputs)?;
+            let plan = trace.plan_for(&inputs).ok_or_else(|| Error::Internal("no plan".into()))?;
+            let [Call::Region { fused, .. }] = plan.calls.as_slice() else {
+                return Err(Error::Internal(format!("{} calls, not one region", plan.calls.len())));
+            };
+            let out = f.call(&inputs)?.remove(0);
+            let ct = Array::from_slice(&cv, &[3])?;
+            let grads = fused.vjp(&inputs, &out, &ct)?;
+            let ones = Array::from_slice(&[1.0f32; 3], &[3])?;
+            let tangent = fused.jvp(&inputs, &out, &[Some(ones), None])?;
+            let read = |a: &Option<Array>| a.as_ref().map(|a| a.to_vec::<f32>()).transpose();
+            let (da, db, t) =
+                (read(&grads[0])?.unwrap_or_default(), read(&grads[1])?.unwrap_or_default(), read(&tangent)?);
+            for i in 0..3 {
+                // d/da (e^(ab) / 2) = b e^(ab) / 2, and likewise for b.
+                let e = (av[i] as f64 * bv[i] as f64).exp() * 0.5;
+                let close = |g: f32, w: f64| (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs());
+                assert!(close(da[i], cv[i] as f64 * bv[i] as f64 * e), "{da:?}");
+                assert!(close(db[i], cv[i] as f64 * av[i] as f64 * e), "{db:?}");
+                assert!(t.as_ref().is_some_and(|t| close(t[i], bv[i] as f64 * e)), "{t:?}");
+            }
+            Ok(())
+        })
+    }
 }

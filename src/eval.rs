@@ -13,7 +13,7 @@ use crate::backend::{Backend, Buffer, Input, backend_for};
 use crate::error::{Error, Result};
 use crate::fusion::{self, Plan, Region};
 use crate::lifecycle::WorkGuard;
-use crate::primitive::{Meta, Primitive};
+use crate::primitive::{Fused, Meta, Primitive, Rules};
 use crate::stream::{Stream, registry, with_stream};
 
 static PRIMITIVES_RUN: AtomicU64 = AtomicU64::new(0);
@@ -270,6 +270,9 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
         // Kernels never see empty outputs.
         return backend.upload(stream, node.meta.dtype, &[]);
     }
+    if let Primitive::Fused(f) = op {
+        return run_fused(node, f, inputs, buffers, backend.as_ref());
+    }
     let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
     if !backend.supports(op, &metas)
         && let Some(parts) = with_stream(stream, || op.rules().decompose(inputs))
@@ -287,6 +290,46 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     let ins: Vec<Input<'_>> = buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
     let outs = backend.run(stream, op, &ins, std::slice::from_ref(&node.meta))?;
     single_output(backend.as_ref(), op, outs)
+}
+
+/// A region `compile` kept: the backend's fuser runs it, as it runs the regions the
+/// fusion pass finds. Without a fuser, or when its kernel fails (to build, mostly), the
+/// region's primitives run instead, with a log line, as in [`run_region`].
+fn run_fused(
+    node: &Node,
+    f: &Fused,
+    inputs: &[Array],
+    mut buffers: Vec<Buffer>,
+    backend: &dyn Backend,
+) -> Result<Buffer> {
+    let stream = &node.stream;
+    if let Some(fuser) = backend.fuser() {
+        for (b, a) in buffers.iter_mut().zip(inputs) {
+            if b.device() != stream.device {
+                *b = transfer(b, a, stream)?;
+            }
+        }
+        let ins: Vec<Input<'_>> =
+            buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+        match fuser.run(stream, &f.program, &ins) {
+            Ok(outs) => {
+                // `execute` counted the node itself.
+                count_run(f.program.primitives().saturating_sub(1) as u64);
+                fusion::count_region();
+                return single_output(backend, &Primitive::Fused(f.clone()), outs);
+            }
+            Err(e @ (Error::OutOfMemory { .. } | Error::ShutDown | Error::StreamClosed { .. })) => return Err(e),
+            Err(e) => log::warn!(
+                "{}: a compiled region of {} primitives failed ({e}); running them one by one",
+                backend.name(),
+                f.program.primitives()
+            ),
+        }
+    }
+    let parts = with_stream(stream, || f.decompose(inputs))
+        .unwrap_or_else(|| Err(Error::Internal("a fused node without parts".into())))?;
+    // One by one: planning the parts again would find the region that just failed.
+    fusion::with_enabled(false, || run_decomposed(node, &Primitive::Fused(f.clone()), parts))
 }
 
 fn single_output(backend: &dyn Backend, op: &Primitive, outs: Vec<Buffer>) -> Result<Buffer> {

@@ -121,7 +121,8 @@ impl Step {
                 | Primitive::Gather(_)
                 | Primitive::Scatter(_)
                 | Primitive::Matmul(_)
-                | Primitive::Marker(_),
+                | Primitive::Marker(_)
+                | Primitive::Fused(_),
                 _,
             ) => None,
         }

@@ -26,6 +26,7 @@ mod binary;
 mod calculus;
 mod cast;
 mod creation;
+mod fused;
 mod index;
 mod marker;
 mod matmul;
@@ -40,6 +41,7 @@ use std::fmt::Debug;
 pub use binary::{Binary, BinaryOp, Select};
 pub use cast::AsType;
 pub use creation::{Arange, Full};
+pub use fused::Fused;
 pub use index::{Concatenate, Gather, Scatter, ScatterMode};
 pub use marker::{ArrayFn, CustomRule, Marker, MarkerKind, VjpFn};
 pub use matmul::{Matmul, MatmulPlan};
@@ -183,6 +185,8 @@ macro_rules! for_each_primitive {
             /// One of its inputs, unchanged, with a transform rule of its own
             /// (`stop_gradient`, `custom_vjp`, `checkpoint`).
             Marker($crate::primitive::Marker),
+            /// A fused region that `compile` kept: one node for its primitives.
+            Fused($crate::primitive::Fused),
         }
     };
 }

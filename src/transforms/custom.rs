@@ -84,7 +84,7 @@ where
 
 /// `vjp` of `f` with respect to its float inputs; other inputs get zeros of their own
 /// dtype (they have no derivative).
-fn vjp_wrt_floats(f: &ArrayFn, args: &[Array], cts: &[Array]) -> Result<Vec<Array>> {
+pub(crate) fn vjp_wrt_floats(f: &ArrayFn, args: &[Array], cts: &[Array]) -> Result<Vec<Array>> {
     let floats: Vec<usize> = (0..args.len()).filter(|&i| args[i].dtype().is_float()).collect();
     let primals: Vec<Array> = floats.iter().map(|&i| args[i].clone()).collect();
     let call = |x: &[Array]| f(&substitute(args, &floats, x));

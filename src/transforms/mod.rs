@@ -25,8 +25,8 @@
 mod custom;
 mod tape;
 
-pub(crate) use custom::jvp_where_given;
 pub use custom::{checkpoint, custom_vjp, stop_gradient};
+pub(crate) use custom::{jvp_where_given, vjp_wrt_floats};
 
 use crate::array::{Array, is_retaining, not_retaining, retaining};
 use crate::error::{Error, Result};

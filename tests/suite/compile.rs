@@ -115,3 +115,108 @@ fn errors_of_the_function_come_back() {
     assert!(matches!(e, Err(lazuli::Error::Shape { .. })), "{e:?}");
     assert_eq!(f.cached(), 0, "a failed trace is not kept");
 }
+
+/// gelu in its tanh form, the pattern the fused-plan tests compile.
+fn gelu(x: &[Array]) -> lazuli::Result<Vec<Array>> {
+    let x = &x[0];
+    let inner = (&(x + &(&(x * x)? * x)?.mul(0.044715)?)? * 0.7978845608)?;
+    Ok(vec![(&(x * 0.5)? * &(&inner.tanh()? + 1.0)?)?])
+}
+
+/// With fusion on, a call builds one `Fused` node per region of the trace instead of a
+/// node per primitive, and the region runs as one kernel: the results equal the direct
+/// call's (whose eval fuses the same region) on every device, for an elementwise chain
+/// and for softmax (a row region on the GPU).
+#[test]
+fn a_call_builds_one_node_per_fused_region() {
+    let softmax = |x: &[Array]| Ok(vec![x[0].softmax(&[-1])?]);
+    for d in devices() {
+        let g = lazuli::compile(gelu);
+        let s = lazuli::compile(softmax);
+        on(d, || {
+            let x = Array::from_slice(&data(4 * 300, 5), &[4, 300])?;
+            let input = std::slice::from_ref(&x);
+            let prims = g.primitives(input)?;
+            assert!(prims >= 9, "{d:?}: {prims}");
+            let nodes = g.nodes(input)?;
+            if lazuli::fusion::enabled() {
+                assert_eq!(nodes, 1, "{d:?}: one region");
+            } else {
+                assert_eq!(nodes, prims, "{d:?}: fusion off, primitive by primitive");
+            }
+            let before = lazuli::fusion::regions_run_here();
+            let got = g.call(input)?.remove(0).to_vec::<f32>()?;
+            let regions = lazuli::fusion::regions_run_here() - before;
+            assert_eq!(regions, u64::from(lazuli::fusion::enabled()), "{d:?}");
+            let want = gelu(input)?.remove(0).to_vec::<f32>()?;
+            assert_close("compiled gelu", &got, &want, 1e-6, 1e-7);
+            // Against an f64 reference too.
+            let f64_ref: Vec<f32> = data(4 * 300, 5)
+                .iter()
+                .map(|&v| {
+                    let v = v as f64;
+                    (0.5 * v * (1.0 + (0.7978845608 * (v + 0.044715 * v * v * v)).tanh())) as f32
+                })
+                .collect();
+            assert_close("compiled gelu vs f64", &got, &f64_ref, 1e-5, 1e-6);
+            let got = s.call(input)?.remove(0).to_vec::<f32>()?;
+            let want = x.softmax(&[-1])?.to_vec::<f32>()?;
+            assert_close("compiled softmax", &got, &want, 1e-6, 1e-8);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((g.traces(), s.traces()), (1, 1), "{d:?}");
+    }
+}
+
+/// A region member that is also an output (`sin(a)`, read by `3 sin(a)`) stays a step:
+/// the region would have to write it out beside its root. A region that follows an
+/// opaque primitive reads its result, and a transform through the compiled function sees
+/// primitives, not regions.
+#[test]
+fn planned_calls_keep_outputs_and_transforms_right() {
+    let f = lazuli::compile(|x: &[Array]| {
+        let t = (&(&x[0] * 2.0)? + 1.0)?;
+        let m = t.matmul(&x[1])?;
+        let u = x[0].sin()?;
+        Ok(vec![t.clone(), (&t.exp()? * 0.5)?, (&m.tanh()? - 1.0)?, u.clone(), (&u * 3.0)?])
+    });
+    let (av, bv) = (data(6, 1), data(6, 2));
+    for d in devices() {
+        on(d, || {
+            let a = Array::from_slice(&av, &[2, 3])?;
+            let b = Array::from_slice(&bv, &[3, 2])?;
+            let (prims, nodes) = (f.primitives(&[a.clone(), b.clone()])?, f.nodes(&[a.clone(), b.clone()])?);
+            if lazuli::fusion::enabled() && d == lazuli::Device::cpu() {
+                // Regions t, exp(t) / 2 and tanh(m) - 1, the matmul, and sin(a), its
+                // product by 3 and the constant 3 as steps.
+                assert_eq!((prims, nodes), (13, 7), "{d:?}");
+            }
+            let got = f.call(&[a.clone(), b.clone()])?;
+            let t: Vec<f64> = av.iter().map(|&v| 2.0 * v as f64 + 1.0).collect();
+            let want_t: Vec<f32> = t.iter().map(|&v| v as f32).collect();
+            assert_close("t", &got[0].to_vec::<f32>()?, &want_t, 1e-7, 0.0);
+            let want_e: Vec<f32> = t.iter().map(|&v| (v.exp() * 0.5) as f32).collect();
+            assert_close("exp(t) / 2", &got[1].to_vec::<f32>()?, &want_e, 1e-6, 0.0);
+            let mut want_m = vec![0f32; 4];
+            for i in 0..2 {
+                for j in 0..2 {
+                    let dot: f64 = (0..3).map(|k| t[i * 3 + k] * bv[k * 2 + j] as f64).sum();
+                    want_m[i * 2 + j] = (dot.tanh() - 1.0) as f32;
+                }
+            }
+            assert_close("tanh(t @ b) - 1", &got[2].to_vec::<f32>()?, &want_m, 1e-5, 1e-6);
+            let want_u: Vec<f32> = av.iter().map(|&v| (v as f64).sin() as f32).collect();
+            assert_close("sin(a)", &got[3].to_vec::<f32>()?, &want_u, 1e-6, 1e-7);
+            let want_3u: Vec<f32> = want_u.iter().map(|&v| 3.0 * v).collect();
+            assert_close("3 sin(a)", &got[4].to_vec::<f32>()?, &want_3u, 1e-6, 1e-7);
+            // d/da sum(exp(2a + 1) / 2) = exp(2a + 1).
+            let g = lazuli::grad(|x: &[Array]| f.call(x)?.remove(1).sum(&[], false), &[0]);
+            let da = g(&[a, b])?.remove(0).to_vec::<f32>()?;
+            let want_da: Vec<f32> = t.iter().map(|&v| v.exp() as f32).collect();
+            assert_close("gradient", &da, &want_da, 1e-6, 0.0);
+            Ok(())
+        })
+        .unwrap();
+    }
+}

@@ -230,3 +230,80 @@ fn decompositions_keep_small_arguments_accurate() {
     let ab = lazuli::with_stream(&s, || e.abs()).unwrap().to_vec::<f32>().unwrap();
     assert!(ab[3] == 0.0 && ab[3].is_sign_positive(), "abs(-0.0) = {}", ab[3]);
 }
+
+/// A fuser whose kernels never build: regions, found at eval or kept by `compile`, must
+/// run their primitives one by one instead and give the same values.
+struct FailingFuser {
+    tries: AtomicUsize,
+}
+
+impl lazuli::fusion::Fuser for FailingFuser {
+    fn limits(&self) -> lazuli::fusion::Limits {
+        lazuli::fusion::Limits { max_inputs: 8, max_steps: 64, lone_broadcasts: false, row_regions: false }
+    }
+    fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool {
+        kernel_for(op) && output.dtype == DType::F32 && inputs.iter().all(|m| m.dtype == DType::F32)
+    }
+    fn run(&self, _: &Stream, _: &lazuli::fusion::Program, _: &[Input<'_>]) -> Result<Vec<Buffer>> {
+        self.tries.fetch_add(1, Ordering::SeqCst);
+        Err(unsupported("this kernel failed to build".into()))
+    }
+}
+
+static FAILING: FailingFuser = FailingFuser { tries: AtomicUsize::new(0) };
+
+/// The toy backend with [`FAILING`] as its fuser.
+struct ToyFusing(Toy);
+
+impl Backend for ToyFusing {
+    fn name(&self) -> &str {
+        "toy-fusing"
+    }
+    fn upload(&self, s: &Stream, dtype: DType, bytes: &[u8]) -> Result<Buffer> {
+        self.0.upload(s, dtype, bytes)
+    }
+    fn download(&self, b: &Buffer) -> Result<Vec<u8>> {
+        self.0.download(b)
+    }
+    fn supports(&self, op: &Primitive, inputs: &[&Meta]) -> bool {
+        self.0.supports(op, inputs)
+    }
+    fn run(&self, s: &Stream, op: &Primitive, inputs: &[Input<'_>], outs: &[Meta]) -> Result<Vec<Buffer>> {
+        self.0.run(s, op, inputs, outs)
+    }
+    fn synchronize(&self, s: &Stream) -> Result<()> {
+        self.0.synchronize(s)
+    }
+    fn fuser(&self) -> Option<&'static dyn lazuli::fusion::Fuser> {
+        Some(&FAILING)
+    }
+}
+
+#[test]
+fn regions_whose_kernels_fail_run_unfused() {
+    let backend = Arc::new(ToyFusing(Toy { runs: AtomicUsize::new(0) }));
+    let s = lazuli::new_stream(register_backend(backend.clone()).unwrap()).unwrap();
+    let (av, bv) = ([0.5f32, -1.0, 2.0, 0.25], [1.5f32, 0.5, -0.75, 2.0]);
+    let want: Vec<f32> = av.iter().zip(&bv).map(|(a, b)| ((a * b + 0.5) as f64).exp().sin() as f32 * 2.0).collect();
+    let body = |x: &[Array]| Ok(vec![(&(&(&x[0] * &x[1])? + 0.5)?.exp()?.sin()? * 2.0)?]);
+    let f = lazuli::compile(body);
+    lazuli::with_stream(&s, || -> Result<()> {
+        let a = Array::from_slice(&av, &[4])?;
+        let b = Array::from_slice(&bv, &[4])?;
+        let tries = FAILING.tries.load(Ordering::SeqCst);
+        let direct = body(&[a.clone(), b.clone()])?.remove(0).to_vec::<f32>()?;
+        let compiled = f.call(&[a.clone(), b.clone()])?.remove(0).to_vec::<f32>()?;
+        if lazuli::fusion::enabled() {
+            assert_eq!(f.nodes(&[a, b])?, 1, "compile kept the region");
+            assert_eq!(FAILING.tries.load(Ordering::SeqCst) - tries, 2, "the eval's region and the compiled one");
+        }
+        for got in [direct, compiled] {
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{got:?} vs {want:?}");
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(backend.0.runs.load(Ordering::SeqCst) >= 5, "the primitives ran on the toy backend");
+}

@@ -66,7 +66,8 @@ impl Fuser for CpuFuser {
             | Primitive::Gather(_)
             | Primitive::Scatter(_)
             | Primitive::Matmul(_)
-            | Primitive::Marker(_) => false,
+            | Primitive::Marker(_)
+            | Primitive::Fused(_) => false,
         }
     }
 

@@ -70,3 +70,13 @@ impl Kernel<Args<'_>> for p::Marker {
         Ok(a.raw[self.index].buffer.clone())
     }
 }
+
+/// Eval hands fused nodes to the backend's fuser (or runs their decomposition), never to
+/// the kernel table.
+impl Kernel<Args<'_>> for p::Fused {
+    fn run(&self, _: &Args<'_>) -> Result<Buffer> {
+        Err(crate::error::Error::Internal(
+            "a fused node reached the kernel table; eval runs it through the fuser".into(),
+        ))
+    }
+}

@@ -84,7 +84,8 @@ impl Fuser for GpuFuser {
             | Primitive::Gather(_)
             | Primitive::Scatter(_)
             | Primitive::Matmul(_)
-            | Primitive::Marker(_) => false,
+            | Primitive::Marker(_)
+            | Primitive::Fused(_) => false,
         }
     }
 
