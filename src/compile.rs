@@ -21,8 +21,10 @@
 //! one by one and fuse at eval as any graph does: with fusion off, inside a transform
 //! (`grad`, `vjp` see primitives), and in shapeless mode at shapes other than the traced
 //! ones. A region member that is also an output is kept as steps, and a region's
-//! outputs do not fuse further with what the caller builds on them. A region whose
-//! kernel fails to build runs its primitives instead, with a log line.
+//! outputs do not fuse further with what the caller builds on them. A call under another
+//! stream scope or default device than the trace's replays steps too, since those decide
+//! where nodes go. A region whose kernel fails to build runs its primitives instead,
+//! with a log line.
 //!
 //! Caveats, as with any tracing compiler: a function that reads values (`item`, `to_vec`)
 //! or branches on them is traced for the values of the first call; in shapeless mode,
@@ -44,7 +46,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::fusion::Plan;
 use crate::primitive::{ArrayFn, DeviceCopy, Fused, Meta, Primitive};
-use crate::stream::{Device, Stream, default_stream, with_stream};
+use crate::stream::{Device, Stream, default_device, default_stream, scoped_stream, with_stream};
 
 /// Traces a [`Compiled`] keeps unless told otherwise.
 pub const DEFAULT_CACHE_LIMIT: usize = 64;
@@ -143,6 +145,10 @@ struct Trace {
 struct FusedPlan {
     /// The input metas the plan was made for (a shapeless trace serves other shapes too).
     inputs: Vec<Meta>,
+    /// The stream scope and default device it was made under: they decide where nodes
+    /// go, and a region's node is placed as the trace's was.
+    scope: Option<Stream>,
+    default_device: Device,
     calls: Vec<Call>,
 }
 
@@ -273,9 +279,14 @@ where
         let outputs = retaining(|| (self.f)(&stand_ins))?;
         let mut trace = record(&stand_ins, &outputs)?;
         drop((stand_ins, outputs));
-        if crate::fusion::enabled() {
-            trace.plan = not_retaining(|| trace.plan_regions(inputs))?;
-        }
+        // Planned whatever the fusion switch says now: a call checks it.
+        trace.plan = match not_retaining(|| trace.plan_regions(inputs)) {
+            Ok(plan) => plan,
+            Err(e) => {
+                log::warn!("compile: planning the trace's regions failed ({e}); calls replay it step by step");
+                None
+            }
+        };
         Ok(trace)
     }
 }
@@ -313,6 +324,8 @@ impl Trace {
         // through its decomposition, rebuilt at every rule).
         let applies = crate::fusion::enabled()
             && !is_retaining()
+            && plan.scope == scoped_stream()
+            && plan.default_device == default_device()
             && plan.inputs.len() == inputs.len()
             && plan.inputs.iter().zip(inputs).all(|(m, a)| m == a.meta());
         applies.then_some(plan)
@@ -442,7 +455,12 @@ impl Trace {
             return Ok(None);
         }
         prune(&mut calls, &self.outputs, &self.steps);
-        Ok(Some(FusedPlan { inputs: inputs.iter().map(|a| a.meta().clone()).collect(), calls }))
+        Ok(Some(FusedPlan {
+            inputs: inputs.iter().map(|a| a.meta().clone()).collect(),
+            scope: scoped_stream(),
+            default_device: default_device(),
+            calls,
+        }))
     }
 
     /// A region's primitives as a function of its leaves: the member steps (and the
@@ -596,9 +614,10 @@ mod tests {
             let inputs = [Array::from_slice(&av, &[3])?, Array::from_slice(&bv, &[3])?];
             let (trace, _) = f.trace_for(&inputs)?;
             let plan = trace.plan_for(&inputs).ok_or_else(|| Error::Internal("no plan".into()))?;
-            let [Call::Region { fused, .. }] = plan.calls.as_slice() else {
+            let [Call::Region { fused, leaves, .. }] = plan.calls.as_slice() else {
                 return Err(Error::Internal(format!("{} calls, not one region", plan.calls.len())));
             };
+            assert_eq!(leaves, &[Ref::Input(0), Ref::Input(1)], "the region reads a, then b");
             let out = f.call(&inputs)?.remove(0);
             let ct = Array::from_slice(&cv, &[3])?;
             let grads = fused.vjp(&inputs, &out, &ct)?;

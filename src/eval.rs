@@ -293,8 +293,9 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
 }
 
 /// A region `compile` kept: the backend's fuser runs it, as it runs the regions the
-/// fusion pass finds. Without a fuser, or when its kernel fails (to build, mostly), the
-/// region's primitives run instead, with a log line, as in [`run_region`].
+/// fusion pass finds. Without a fuser, with fusion off, or when its kernel fails (to
+/// build, mostly; with a log line, as in [`run_region`]) the region's primitives run
+/// instead, one by one.
 fn run_fused(
     node: &Node,
     f: &Fused,
@@ -303,7 +304,9 @@ fn run_fused(
     backend: &dyn Backend,
 ) -> Result<Buffer> {
     let stream = &node.stream;
-    if let Some(fuser) = backend.fuser() {
+    // With fusion turned off since the node was built, it runs unfused like any region.
+    let fuser = backend.fuser().filter(|_| fusion::enabled());
+    if let Some(fuser) = fuser {
         for (b, a) in buffers.iter_mut().zip(inputs) {
             if b.device() != stream.device {
                 *b = transfer(b, a, stream)?;

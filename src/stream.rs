@@ -397,7 +397,7 @@ pub(crate) fn following<T>(inputs: impl IntoIterator<Item = Stream>, f: impl FnO
 }
 
 /// The innermost [`with_stream`] scope's stream on this thread, if any.
-fn scoped_stream() -> Option<Stream> {
+pub(crate) fn scoped_stream() -> Option<Stream> {
     SCOPE.with(|v| v.borrow().last().copied())
 }
 

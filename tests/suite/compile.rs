@@ -145,7 +145,13 @@ fn a_call_builds_one_node_per_fused_region() {
                 assert_eq!(nodes, prims, "{d:?}: fusion off, primitive by primitive");
             }
             let before = lazuli::fusion::regions_run_here();
-            let got = g.call(input)?.remove(0).to_vec::<f32>()?;
+            let out = g.call(input)?.remove(0);
+            if lazuli::fusion::enabled() {
+                // The call built the region's node: the pass finds nothing left to fuse.
+                assert!(lazuli::fusion::programs(&[&out]).is_empty(), "{d:?}");
+                assert!(s.nodes(input)? < s.primitives(input)?, "{d:?}: softmax keeps a region");
+            }
+            let got = out.to_vec::<f32>()?;
             let regions = lazuli::fusion::regions_run_here() - before;
             assert_eq!(regions, u64::from(lazuli::fusion::enabled()), "{d:?}");
             let want = gelu(input)?.remove(0).to_vec::<f32>()?;
@@ -218,5 +224,22 @@ fn planned_calls_keep_outputs_and_transforms_right() {
             Ok(())
         })
         .unwrap();
+    }
+}
+
+/// A call under another stream scope than the trace's builds its nodes where a plain call
+/// would: on the scope's device, with the same values.
+#[test]
+fn a_call_follows_the_callers_stream_scope() {
+    let f = lazuli::compile(gelu);
+    let x = Array::from_slice(&data(8, 3), &[8]).unwrap();
+    let plain = f.call(std::slice::from_ref(&x)).unwrap().remove(0);
+    assert_eq!(plain.device(), x.device());
+    let want = plain.to_vec::<f32>().unwrap();
+    for d in devices() {
+        let s = lazuli::default_stream(d).unwrap();
+        let y = lazuli::with_stream(&s, || f.call(std::slice::from_ref(&x))).unwrap().remove(0);
+        assert_eq!(y.device(), d);
+        assert_close("gelu in a scope", &y.to_vec::<f32>().unwrap(), &want, 1e-6, 1e-7);
     }
 }
