@@ -1,8 +1,10 @@
 //! Recording and submission, one batch per stream.
 //!
 //! Each stream records into the command encoder of its own [`Lane`]; a lane's batch is
-//! submitted when it reaches [`MAX_PER_SUBMIT`] commands or when someone needs its
-//! results (a read-back of an array it wrote, `synchronize` on the stream), and at most
+//! submitted when it reaches [`MAX_PER_SUBMIT`] commands, when its kernels add up to
+//! [`SUBMIT_THREADS`] threads (large kernels start at once instead of waiting behind the
+//! host's recording of the next ones), or when someone needs its results (a read-back
+//! of an array it wrote, `synchronize` on the stream), and at most
 //! [`MAX_IN_FLIGHT`] of its submissions are outstanding (the oldest is waited for
 //! first), so the queue cannot grow without bound. A read-back or `synchronize` on one
 //! stream submits that stream's lane only: another stream's recorded work stays in its
@@ -32,6 +34,19 @@ use crate::stream::Stream;
 
 const MAX_PER_SUBMIT: usize = 64;
 const MAX_IN_FLIGHT: usize = 8;
+
+/// Threads of recorded kernels after which a batch is submitted without waiting for
+/// [`MAX_PER_SUBMIT`] commands: enough work that a submit's host cost (13-18 us on an
+/// H200, BENCHMARKS.md session 11) is small beside it. Below it, small kernels still
+/// share submits. Without it, a loop of 20 evaluations of a 64M-element fused kernel
+/// recorded all 20 before the GPU started the first, so host and GPU time added up.
+const SUBMIT_THREADS: u64 = 1 << 20;
+
+/// Whether a batch of `recorded` commands whose kernels have `threads` threads in all is
+/// submitted now.
+fn submit_now(recorded: usize, threads: u64) -> bool {
+    recorded >= MAX_PER_SUBMIT || threads >= SUBMIT_THREADS
+}
 
 /// Bytes of kernel parameters one batch can hold: [`MAX_PER_SUBMIT`] blocks of at most
 /// 256 bytes each (the largest block is 144 bytes; offsets are rounded up to the device's
@@ -86,11 +101,14 @@ struct Batch {
     /// Bytes of `arena` written so far.
     used: u64,
     recorded: usize,
+    /// Threads of the kernels recorded so far (see [`submit_now`]).
+    threads: u64,
     in_flight: VecDeque<wgpu::SubmissionIndex>,
 }
 
 impl Batch {
-    const EMPTY: Batch = Batch { encoder: None, arena: None, used: 0, recorded: 0, in_flight: VecDeque::new() };
+    const EMPTY: Batch =
+        Batch { encoder: None, arena: None, used: 0, recorded: 0, threads: 0, in_flight: VecDeque::new() };
 
     /// Counts one more recorded command (and publishes the count, see [`PENDING`]).
     fn count(&mut self, lane: Lane) {
@@ -198,7 +216,7 @@ pub(crate) fn record(
     // clean to the pool while it still holds that command.
     b.count(lane);
     ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
-    if b.recorded >= MAX_PER_SUBMIT {
+    if submit_now(b.recorded, b.threads) {
         submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
@@ -229,6 +247,7 @@ pub(crate) fn unsubmitted(stream: &Stream) -> usize {
 fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
     let Some(enc) = b.encoder.take() else { return Ok(()) };
     b.recorded = 0;
+    b.threads = 0;
     let arena = b.arena.take();
     let submitted = ctx.check_lost().and_then(|()| {
         if let Some(arena) = arena {
@@ -433,8 +452,9 @@ pub(crate) fn dispatch<P: Params>(
     }
     // Counted before the check, as in `record`.
     b.count(lane);
+    b.threads += groups.iter().map(|&g| u64::from(g)).product::<u64>() * 256;
     ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
-    if b.recorded >= MAX_PER_SUBMIT {
+    if submit_now(b.recorded, b.threads) {
         submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
@@ -501,7 +521,19 @@ pub(crate) fn wait_idle(limit: Duration) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::Lane;
+    use super::{Lane, MAX_PER_SUBMIT, SUBMIT_THREADS, submit_now};
+
+    #[test]
+    fn batches_go_at_a_command_count_or_a_thread_count() {
+        // Tiny kernels share a submit until the command cap.
+        assert!(!submit_now(1, 256));
+        assert!(!submit_now(MAX_PER_SUBMIT - 1, 256 * (MAX_PER_SUBMIT as u64 - 1)));
+        assert!(submit_now(MAX_PER_SUBMIT, 256 * MAX_PER_SUBMIT as u64));
+        // One large kernel goes at once (64M f32, four a thread: 16M threads).
+        assert!(submit_now(1, 16 << 20));
+        assert!(submit_now(3, SUBMIT_THREADS));
+        assert!(!submit_now(3, SUBMIT_THREADS - 1));
+    }
 
     #[test]
     fn lanes_of_a_set_are_its_bits() {
