@@ -13,18 +13,16 @@
 //! rank instead of shape) was traced before replays the steps: no argument checking, no
 //! lowering of composite ops, no closure call.
 //!
-//! **The fused plan is kept too.** With fusion on, the trace is planned once, as an eval
-//! of its outputs would be, and a call builds one [`Fused`] node
-//! per region (the backend's fuser runs it as one kernel) and a node per primitive
-//! outside regions: no per-primitive nodes, and no planning at eval
-//! ([`Compiled::nodes`] counts them). Where the plan does not apply the steps are replayed
-//! one by one and fuse at eval as any graph does: with fusion off, inside a transform
-//! (`grad`, `vjp` see primitives), and in shapeless mode at shapes other than the traced
-//! ones. A region member that is also an output is kept as steps, and a region's
-//! outputs do not fuse further with what the caller builds on them. A call under another
-//! stream scope or default device than the trace's replays steps too, since those decide
-//! where nodes go. A region whose kernel fails to build runs its primitives instead,
-//! with a log line.
+//! **The fused plan is kept too.** With fusion on, a trace is planned, as an eval of its
+//! outputs would be, at the first call with given input shapes, stream scope and default
+//! device (shapeless traces keep up to 8 such plans), and a call builds one [`Fused`]
+//! node per region (the backend's fuser runs it as one kernel) and a node per primitive
+//! outside regions: no per-primitive nodes, and no planning at eval ([`Compiled::nodes`]
+//! counts them). With fusion off and inside a transform (`grad`, `vjp` see primitives)
+//! the steps are replayed one by one and fuse at eval as any graph does. A region member
+//! that is also an output is kept as steps, and a region's outputs do not fuse further
+//! with what the caller builds on them. A region whose kernel fails to build runs its
+//! primitives instead, with a log line.
 //!
 //! Caveats, as with any tracing compiler: a function that reads values (`item`, `to_vec`)
 //! or branches on them is traced for the values of the first call; in shapeless mode,
@@ -136,19 +134,40 @@ struct Trace {
     steps: Vec<TraceStep>,
     consts: Vec<Array>,
     outputs: Vec<Ref>,
-    /// The fusion pass's plan of the steps, made once when traced (with fusion on).
-    plan: Option<FusedPlan>,
+    /// The fusion pass's plans of the steps, one per input metas, stream scope and
+    /// default device a call came with (several in shapeless mode), made at the first
+    /// such call with fusion on; `None` where no region forms. The most recent last, at
+    /// most [`PLANS_PER_TRACE`].
+    plans: Mutex<Vec<(PlanKey, Option<Arc<FusedPlan>>)>>,
+}
+
+/// Plans one trace keeps: a shapeless trace called with ever-changing sizes plans each
+/// new one again rather than holding a plan per size it saw.
+const PLANS_PER_TRACE: usize = 8;
+
+/// What a plan depends on besides the trace: the inputs' metas, and the stream scope and
+/// default device, which decide where nodes go (a region's node is placed as the traced
+/// steps' were).
+#[derive(Clone, PartialEq)]
+struct PlanKey {
+    inputs: Vec<Meta>,
+    scope: Option<Stream>,
+    default_device: Device,
+}
+
+impl PlanKey {
+    fn of(inputs: &[Array]) -> PlanKey {
+        PlanKey {
+            inputs: inputs.iter().map(|a| a.meta().clone()).collect(),
+            scope: scoped_stream(),
+            default_device: default_device(),
+        }
+    }
 }
 
 /// What a call builds when the trace's fused plan applies: one `Fused` node per region
 /// the fusion pass found in the trace, and the steps outside regions as they are.
 struct FusedPlan {
-    /// The input metas the plan was made for (a shapeless trace serves other shapes too).
-    inputs: Vec<Meta>,
-    /// The stream scope and default device it was made under: they decide where nodes
-    /// go, and a region's node is placed as the trace's was.
-    scope: Option<Stream>,
-    default_device: Device,
     calls: Vec<Call>,
 }
 
@@ -277,17 +296,7 @@ where
         // Retaining: a node the function evaluates keeps its graph, so the walk sees
         // through it instead of baking its value in.
         let outputs = retaining(|| (self.f)(&stand_ins))?;
-        let mut trace = record(&stand_ins, &outputs)?;
-        drop((stand_ins, outputs));
-        // Planned whatever the fusion switch says now: a call checks it.
-        trace.plan = match not_retaining(|| trace.plan_regions(inputs)) {
-            Ok(plan) => plan,
-            Err(e) => {
-                log::warn!("compile: planning the trace's regions failed ({e}); calls replay it step by step");
-                None
-            }
-        };
-        Ok(trace)
+        record(&stand_ins, &outputs)
     }
 }
 
@@ -312,23 +321,51 @@ impl Trace {
     /// on, outside transforms, the planned input metas), else step by step.
     fn replay(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         if let Some(plan) = self.plan_for(inputs) {
-            return self.replay_planned(plan, inputs);
+            return self.replay_planned(&plan, inputs);
         }
+        self.replay_unplanned(inputs)
+    }
+
+    /// The outputs of a call on `inputs`, step by step.
+    fn replay_unplanned(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let vals = self.replay_steps(inputs)?;
         Ok(self.outputs.iter().map(|&r| self.get(r, inputs, &vals)).collect())
     }
 
-    fn plan_for(&self, inputs: &[Array]) -> Option<&FusedPlan> {
-        let plan = self.plan.as_ref()?;
-        // Transforms walk primitives, not regions (a `Fused` node differentiates too, but
-        // through its decomposition, rebuilt at every rule).
-        let applies = crate::fusion::enabled()
-            && !is_retaining()
-            && plan.scope == scoped_stream()
-            && plan.default_device == default_device()
-            && plan.inputs.len() == inputs.len()
-            && plan.inputs.iter().zip(inputs).all(|(m, a)| m == a.meta());
-        applies.then_some(plan)
+    /// The plan for a call on `inputs` here, made now if this is the first such call;
+    /// `None` with fusion off, inside a transform (transforms walk primitives, not
+    /// regions), or where no region forms.
+    fn plan_for(&self, inputs: &[Array]) -> Option<Arc<FusedPlan>> {
+        if !crate::fusion::enabled() || is_retaining() {
+            return None;
+        }
+        let key = PlanKey::of(inputs);
+        let lock = || self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut plans = lock();
+            if let Some(i) = plans.iter().position(|(k, _)| *k == key) {
+                let hit = plans.remove(i);
+                let plan = hit.1.clone();
+                plans.push(hit);
+                return plan;
+            }
+        }
+        // Planned outside the lock (another thread may plan the same key meanwhile: the
+        // plans are equal, and the later one replaces nothing it needs).
+        let plan = match not_retaining(|| self.plan_regions(inputs)) {
+            Ok(plan) => plan.map(Arc::new),
+            Err(e) => {
+                log::warn!("compile: planning the trace's regions failed ({e}); calls replay it step by step");
+                None
+            }
+        };
+        let mut plans = lock();
+        plans.retain(|(k, _)| *k != key);
+        if plans.len() >= PLANS_PER_TRACE {
+            plans.remove(0);
+        }
+        plans.push((key, plan.clone()));
+        plan
     }
 
     fn get(&self, r: Ref, inputs: &[Array], vals: &[Array]) -> Array {
@@ -455,12 +492,7 @@ impl Trace {
             return Ok(None);
         }
         prune(&mut calls, &self.outputs, &self.steps);
-        Ok(Some(FusedPlan {
-            inputs: inputs.iter().map(|a| a.meta().clone()).collect(),
-            scope: scoped_stream(),
-            default_device: default_device(),
-            calls,
-        }))
+        Ok(Some(FusedPlan { calls }))
     }
 
     /// A region's primitives as a function of its leaves: the member steps (and the
@@ -501,8 +533,10 @@ impl Trace {
             sub.push(TraceStep { op: self.steps[k].op.clone(), args, place: const_place });
             index.insert(k, sub.len() - 1);
         }
-        let part = Trace { outputs: vec![Ref::Step(sub.len() - 1)], steps: sub, consts: Vec::new(), plan: None };
-        Some(Arc::new(move |xs: &[Array]| part.replay(xs)))
+        let part =
+            Trace { outputs: vec![Ref::Step(sub.len() - 1)], steps: sub, consts: Vec::new(), plans: Mutex::default() };
+        // Never planned: the parts are what runs when the region itself does not.
+        Some(Arc::new(move |xs: &[Array]| part.replay_unplanned(xs)))
     }
 }
 
@@ -596,7 +630,7 @@ fn record(stand_ins: &[Array], outputs: &[Array]) -> Result<Trace> {
         }
     }
     let outputs = outputs.iter().map(|o| refs[&o.ptr()]).collect();
-    Ok(Trace { steps, consts, outputs, plan: None })
+    Ok(Trace { steps, consts, outputs, plans: Mutex::default() })
 }
 
 #[cfg(test)]

@@ -243,3 +243,27 @@ fn a_call_follows_the_callers_stream_scope() {
         assert_close("gelu in a scope", &y.to_vec::<f32>().unwrap(), &want, 1e-6, 1e-7);
     }
 }
+
+/// A shapeless trace keeps a fused plan for each size it is called with: one trace, one
+/// region node per call at every size, the values of a direct call.
+#[test]
+fn shapeless_calls_keep_a_plan_per_size() {
+    let f = lazuli::compile(gelu).shapeless(true);
+    for d in devices() {
+        for n in [8usize, 12, 1000, 8] {
+            on(d, || {
+                let x = Array::from_slice(&data(n, n as u32), &[n])?;
+                let input = std::slice::from_ref(&x);
+                let want = gelu(input)?.remove(0).to_vec::<f32>()?;
+                let got = f.call(input)?.remove(0).to_vec::<f32>()?;
+                assert_close("shapeless gelu", &got, &want, 1e-6, 1e-7);
+                if lazuli::fusion::enabled() {
+                    assert_eq!(f.nodes(input)?, 1, "{d:?}, n = {n}");
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+    assert_eq!(f.traces(), devices().len(), "one trace a device");
+}
