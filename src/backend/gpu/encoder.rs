@@ -39,7 +39,9 @@ const MAX_IN_FLIGHT: usize = 8;
 /// [`MAX_PER_SUBMIT`] commands: enough work that a submit's host cost (13-18 us on an
 /// H200, BENCHMARKS.md session 11) is small beside it. Below it, small kernels still
 /// share submits. Without it, a loop of 20 evaluations of a 64M-element fused kernel
-/// recorded all 20 before the GPU started the first, so host and GPU time added up.
+/// recorded all 20 before the GPU started the first, so host and GPU time added up
+/// (softmax over 8192 rows of 8192 on an H100: 1.3-1.6 TB/s without, 2.4 with;
+/// BENCHMARKS.md, session 14).
 const SUBMIT_THREADS: u64 = 1 << 20;
 
 /// Whether a batch of `recorded` commands whose kernels have `threads` threads in all is
