@@ -151,14 +151,19 @@ const PLANS_PER_TRACE: usize = 8;
 #[derive(Clone, PartialEq)]
 struct PlanKey {
     inputs: Vec<Meta>,
+    /// Per input, the first input on the same stream: regions join only nodes of one
+    /// stream, so inputs sharing streams differently plan differently.
+    streams: Vec<usize>,
     scope: Option<Stream>,
     default_device: Device,
 }
 
 impl PlanKey {
     fn of(inputs: &[Array]) -> PlanKey {
+        let streams: Vec<Stream> = inputs.iter().map(Array::stream).collect();
         PlanKey {
             inputs: inputs.iter().map(|a| a.meta().clone()).collect(),
+            streams: streams.iter().map(|s| streams.iter().position(|t| t == s).unwrap_or_default()).collect(),
             scope: scoped_stream(),
             default_device: default_device(),
         }
@@ -354,9 +359,11 @@ impl Trace {
         // plans are equal, and the later one replaces nothing it needs).
         let plan = match not_retaining(|| self.plan_regions(inputs)) {
             Ok(plan) => plan.map(Arc::new),
+            // The steps refuse these inputs (a shapeless trace at sizes a primitive
+            // rejects): the replay fails the same way, and the call traces again. Not kept.
             Err(e) => {
-                log::warn!("compile: planning the trace's regions failed ({e}); calls replay it step by step");
-                None
+                log::debug!("compile: no plan for these inputs ({e})");
+                return None;
             }
         };
         let mut plans = lock();

@@ -35,7 +35,8 @@ use crate::stream::Stream;
 const MAX_PER_SUBMIT: usize = 64;
 const MAX_IN_FLIGHT: usize = 8;
 
-/// Threads of recorded kernels after which a batch is submitted without waiting for
+/// Threads of recorded kernels (estimated as workgroups x 256, the size most kernels
+/// use) after which a batch is submitted without waiting for
 /// [`MAX_PER_SUBMIT`] commands: enough work that a submit's host cost (13-18 us on an
 /// H200, BENCHMARKS.md session 11) is small beside it. Below it, small kernels still
 /// share submits. Without it, a loop of 20 evaluations of a 64M-element fused kernel
@@ -454,7 +455,8 @@ pub(crate) fn dispatch<P: Params>(
     }
     // Counted before the check, as in `record`.
     b.count(lane);
-    b.threads += groups.iter().map(|&g| u64::from(g)).product::<u64>() * 256;
+    let threads = groups.iter().fold(256u64, |t, &g| t.saturating_mul(u64::from(g)));
+    b.threads = b.threads.saturating_add(threads);
     ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
     if submit_now(b.recorded, b.threads) {
         submit_locked(ctx, lane, &mut b)?;
