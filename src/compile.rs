@@ -74,7 +74,7 @@ where
         f,
         shapeless: false,
         limit: DEFAULT_CACHE_LIMIT,
-        cache: Mutex::new(Cache { traces: Vec::new(), clock: 0 }),
+        cache: Mutex::new(Lru::new()),
         traced: AtomicUsize::new(0),
     }
 }
@@ -84,7 +84,8 @@ pub struct Compiled<F> {
     f: F,
     shapeless: bool,
     limit: usize,
-    cache: Mutex<Cache>,
+    /// The traces, by signature.
+    cache: Mutex<Lru<Vec<InputKey>, Arc<Trace>>>,
     traced: AtomicUsize,
 }
 
@@ -97,10 +98,39 @@ struct InputKey {
     shape: Vec<usize>,
 }
 
-struct Cache {
-    /// (signature, trace, last use): few enough that a scan beats a map plus a list.
-    traces: Vec<(Vec<InputKey>, Arc<Trace>, u64)>,
-    clock: u64,
+/// A short least-recently-used list (the traces of a function, the plans of a trace):
+/// few enough entries that a scan beats a map plus a list. The most recently used is last.
+struct Lru<K, V> {
+    entries: Vec<(K, V)>,
+}
+
+impl<K: PartialEq, V: Clone> Lru<K, V> {
+    const fn new() -> Self {
+        Lru { entries: Vec::new() }
+    }
+
+    /// The value kept for `key`, which becomes the most recently used.
+    fn get(&mut self, key: &K) -> Option<V> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        let entry = self.entries.remove(i);
+        let value = entry.1.clone();
+        self.entries.push(entry);
+        Some(value)
+    }
+
+    /// Keeps `value` for `key` (in place of any other), dropping the least recently used
+    /// entries so that at most `cap` (at least 1) remain.
+    fn insert(&mut self, key: K, value: V, cap: usize) {
+        self.entries.retain(|(k, _)| *k != key);
+        while self.entries.len() >= cap.max(1) {
+            self.entries.remove(0);
+        }
+        self.entries.push((key, value));
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 /// Where a value of the trace comes from.
@@ -138,7 +168,7 @@ struct Trace {
     /// default device a call came with (several in shapeless mode), made at the first
     /// such call with fusion on; `None` where no region forms. The most recent last, at
     /// most [`PLANS_PER_TRACE`].
-    plans: Mutex<Vec<(PlanKey, Option<Arc<FusedPlan>>)>>,
+    plans: Mutex<Lru<PlanKey, Option<Arc<FusedPlan>>>>,
 }
 
 /// Plans one trace keeps: a shapeless trace called with ever-changing sizes plans each
@@ -208,7 +238,7 @@ where
 
     /// How many traces the cache holds now.
     pub fn cached(&self) -> usize {
-        self.lock().traces.len()
+        self.lock().len()
     }
 
     /// Primitives the trace for these inputs replays (tracing first if needed): what the
@@ -242,7 +272,7 @@ where
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Vec<InputKey>, Arc<Trace>>> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -260,14 +290,8 @@ where
     /// The cached trace for `inputs`, or a new one (and whether it is new).
     fn trace_for(&self, inputs: &[Array]) -> Result<(Arc<Trace>, bool)> {
         let key = self.key(inputs);
-        {
-            let mut c = self.lock();
-            c.clock += 1;
-            let now = c.clock;
-            if let Some((_, t, used)) = c.traces.iter_mut().find(|(k, _, _)| *k == key) {
-                *used = now;
-                return Ok((t.clone(), false));
-            }
+        if let Some(t) = self.lock().get(&key) {
+            return Ok((t, false));
         }
         // Traced outside the lock: the function may be long, and may call other compiled
         // functions (or this one, on other shapes).
@@ -277,17 +301,7 @@ where
     }
 
     fn insert(&self, key: Vec<InputKey>, trace: Arc<Trace>) {
-        let mut c = self.lock();
-        c.traces.retain(|(k, _, _)| *k != key);
-        while c.traces.len() >= self.limit {
-            let oldest = c.traces.iter().enumerate().min_by_key(|(_, (_, _, used))| *used).map(|(i, _)| i);
-            match oldest {
-                Some(i) => drop(c.traces.swap_remove(i)),
-                None => break,
-            }
-        }
-        let now = c.clock;
-        c.traces.push((key, trace, now));
+        self.lock().insert(key, trace, self.limit);
     }
 
     fn trace(&self, inputs: &[Array]) -> Result<Trace> {
@@ -302,6 +316,18 @@ where
         // through it instead of baking its value in.
         let outputs = retaining(|| (self.f)(&stand_ins))?;
         record(&stand_ins, &outputs)
+    }
+}
+
+impl TraceStep {
+    /// The step's node over `args`, in a call on `inputs`: a step without arguments is
+    /// made at its place; the others where their arguments put them.
+    fn build(&self, args: Vec<Array>, inputs: &[Array]) -> Result<Array> {
+        if args.is_empty() {
+            with_stream(&self.place.stream(inputs)?, || Array::from_op(self.op.clone(), args))
+        } else {
+            Array::from_op(self.op.clone(), args)
+        }
     }
 }
 
@@ -346,14 +372,8 @@ impl Trace {
         }
         let key = PlanKey::of(inputs);
         let lock = || self.plans.lock().unwrap_or_else(|e| e.into_inner());
-        {
-            let mut plans = lock();
-            if let Some(i) = plans.iter().position(|(k, _)| *k == key) {
-                let hit = plans.remove(i);
-                let plan = hit.1.clone();
-                plans.push(hit);
-                return plan;
-            }
+        if let Some(plan) = lock().get(&key) {
+            return plan;
         }
         // Planned outside the lock (another thread may plan the same key meanwhile: the
         // plans are equal, and the later one replaces nothing it needs).
@@ -366,12 +386,7 @@ impl Trace {
                 return None;
             }
         };
-        let mut plans = lock();
-        plans.retain(|(k, _)| *k != key);
-        if plans.len() >= PLANS_PER_TRACE {
-            plans.remove(0);
-        }
-        plans.push((key, plan.clone()));
+        lock().insert(key, plan.clone(), PLANS_PER_TRACE);
         plan
     }
 
@@ -388,13 +403,7 @@ impl Trace {
         let mut vals: Vec<Array> = Vec::with_capacity(self.steps.len());
         for s in &self.steps {
             let args: Vec<Array> = s.args.iter().map(|&r| self.get(r, inputs, &vals)).collect();
-            let node = if args.is_empty() {
-                let stream = s.place.stream(inputs)?;
-                with_stream(&stream, || Array::from_op(s.op.clone(), args))?
-            } else {
-                Array::from_op(s.op.clone(), args)?
-            };
-            vals.push(node);
+            vals.push(s.build(args, inputs)?);
         }
         Ok(vals)
     }
@@ -413,12 +422,7 @@ impl Trace {
                 Call::Step(k) => {
                     let s = &self.steps[*k];
                     let args = s.args.iter().map(|&r| get(r, &vals)).collect::<Result<Vec<_>>>()?;
-                    let node = if args.is_empty() {
-                        with_stream(&s.place.stream(inputs)?, || Array::from_op(s.op.clone(), args))?
-                    } else {
-                        Array::from_op(s.op.clone(), args)?
-                    };
-                    (*k, node)
+                    (*k, s.build(args, inputs)?)
                 }
                 Call::Region { root, fused, leaves, place } => {
                     let args = leaves.iter().map(|&r| get(r, &vals)).collect::<Result<Vec<_>>>()?;
@@ -540,8 +544,12 @@ impl Trace {
             sub.push(TraceStep { op: self.steps[k].op.clone(), args, place: const_place });
             index.insert(k, sub.len() - 1);
         }
-        let part =
-            Trace { outputs: vec![Ref::Step(sub.len() - 1)], steps: sub, consts: Vec::new(), plans: Mutex::default() };
+        let part = Trace {
+            outputs: vec![Ref::Step(sub.len() - 1)],
+            steps: sub,
+            consts: Vec::new(),
+            plans: Mutex::new(Lru::new()),
+        };
         // Never planned: the parts are what runs when the region itself does not.
         Some(Arc::new(move |xs: &[Array]| part.replay_unplanned(xs)))
     }
@@ -621,10 +629,7 @@ fn record(stand_ins: &[Array], outputs: &[Array]) -> Result<Trace> {
                             Some(k) => Ref::Step(k),
                             None => {
                                 let stream = node.stream();
-                                let place = stand_ins
-                                    .iter()
-                                    .position(|s| s.stream() == stream)
-                                    .map_or(Place::Device(stream.device), Place::LikeInput);
+                                let place = Place::of(&stream, stand_ins);
                                 seen.entry(key.clone()).or_default().push(steps.len());
                                 steps.push(TraceStep { op, args: key.1, place });
                                 Ref::Step(steps.len() - 1)
@@ -637,13 +642,30 @@ fn record(stand_ins: &[Array], outputs: &[Array]) -> Result<Trace> {
         }
     }
     let outputs = outputs.iter().map(|o| refs[&o.ptr()]).collect();
-    Ok(Trace { steps, consts, outputs, plans: Mutex::default() })
+    Ok(Trace { steps, consts, outputs, plans: Mutex::new(Lru::new()) })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::primitive::Rules;
+
+    #[test]
+    fn the_lru_keeps_the_most_recently_used() {
+        let mut l: Lru<u32, char> = Lru::new();
+        l.insert(1, 'a', 2);
+        l.insert(2, 'b', 2);
+        assert_eq!(l.get(&1), Some('a'));
+        // 2 is now the least recently used: it goes first.
+        l.insert(3, 'c', 2);
+        assert_eq!((l.get(&2), l.get(&1), l.get(&3), l.len()), (None, Some('a'), Some('c'), 2));
+        // A key inserted again replaces its value and does not count twice.
+        l.insert(3, 'd', 2);
+        assert_eq!((l.get(&3), l.len()), (Some('d'), 2));
+        // At least one entry stays.
+        l.insert(4, 'e', 0);
+        assert_eq!((l.get(&4), l.len()), (Some('e'), 1));
+    }
 
     /// A kept region differentiates through its parts. Transforms never meet a `Fused`
     /// node (calls inside them replay primitives), but its rules must hold all the same.

@@ -176,11 +176,9 @@ fn run_region(r: Region) -> Result<()> {
         let backend = backend_for(stream.device)?;
         let mut buffers = Vec::with_capacity(r.leaves.len());
         for a in &r.leaves {
-            let b = wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?;
-            buffers.push(if b.device() != stream.device { transfer(&b, a, stream)? } else { b });
+            buffers.push(wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?);
         }
-        let ins: Vec<Input<'_>> =
-            buffers.iter().zip(&r.leaves).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+        let ins = local_inputs(&mut buffers, &r.leaves, stream)?;
         let fused = match backend.fuser() {
             Some(f) => f.run(stream, &r.program, &ins),
             None => Err(Error::Internal(format!("{} has no fuser but got a region", backend.name()))),
@@ -206,9 +204,7 @@ fn run_region(r: Region) -> Result<()> {
                     r.exposed.len() + 1
                 )));
             }
-            // Running the members one by one cannot help when memory, the device or the
-            // process is the problem: say so at once.
-            Err(e @ (Error::OutOfMemory { .. } | Error::ShutDown | Error::StreamClosed { .. })) => return Err(e),
+            Err(e) if !unfused_may_help(&e) => return Err(e),
             Err(e) => log::warn!(
                 "{}: a fused region of {} primitives failed ({e}); running them one by one",
                 backend.name(),
@@ -271,7 +267,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
         return backend.upload(stream, node.meta.dtype, &[]);
     }
     if let Primitive::Fused(f) = op {
-        return run_fused(node, f, inputs, buffers, backend.as_ref());
+        return run_fused(node, op, f, inputs, buffers, backend.as_ref());
     }
     let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
     if !backend.supports(op, &metas)
@@ -282,12 +278,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
         return run_decomposed(node, op, parts?);
     }
     // Inputs on another device come over only now that this node runs a kernel here.
-    for (b, a) in buffers.iter_mut().zip(inputs) {
-        if b.device() != stream.device {
-            *b = transfer(b, a, stream)?;
-        }
-    }
-    let ins: Vec<Input<'_>> = buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+    let ins = local_inputs(&mut buffers, inputs, stream)?;
     let outs = backend.run(stream, op, &ins, std::slice::from_ref(&node.meta))?;
     single_output(backend.as_ref(), op, outs)
 }
@@ -298,6 +289,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
 /// instead, one by one.
 fn run_fused(
     node: &Node,
+    op: &Primitive,
     f: &Fused,
     inputs: &[Array],
     mut buffers: Vec<Buffer>,
@@ -307,21 +299,15 @@ fn run_fused(
     // With fusion turned off since the node was built, it runs unfused like any region.
     let fuser = backend.fuser().filter(|_| fusion::enabled());
     if let Some(fuser) = fuser {
-        for (b, a) in buffers.iter_mut().zip(inputs) {
-            if b.device() != stream.device {
-                *b = transfer(b, a, stream)?;
-            }
-        }
-        let ins: Vec<Input<'_>> =
-            buffers.iter().zip(inputs).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect();
+        let ins = local_inputs(&mut buffers, inputs, stream)?;
         match fuser.run(stream, &f.program, &ins) {
             Ok(outs) => {
                 // `execute` counted the node itself.
                 count_run(f.program.primitives().saturating_sub(1) as u64);
                 fusion::count_region();
-                return single_output(backend, &Primitive::Fused(f.clone()), outs);
+                return single_output(backend, op, outs);
             }
-            Err(e @ (Error::OutOfMemory { .. } | Error::ShutDown | Error::StreamClosed { .. })) => return Err(e),
+            Err(e) if !unfused_may_help(&e) => return Err(e),
             Err(e) => log::warn!(
                 "{}: a compiled region of {} primitives failed ({e}); running them one by one",
                 backend.name(),
@@ -332,7 +318,24 @@ fn run_fused(
     let parts = with_stream(stream, || f.decompose(inputs))
         .unwrap_or_else(|| Err(Error::Internal("a fused node without parts".into())))?;
     // One by one: planning the parts again would find the region that just failed.
-    fusion::with_enabled(false, || run_decomposed(node, &Primitive::Fused(f.clone()), parts))
+    fusion::with_enabled(false, || run_decomposed(node, op, parts))
+}
+
+/// Whether running a failed fused kernel's primitives one by one may succeed: not when
+/// memory, the device or the process is the problem (then the error is reported at once).
+fn unfused_may_help(e: &Error) -> bool {
+    !matches!(e, Error::OutOfMemory { .. } | Error::ShutDown | Error::StreamClosed { .. })
+}
+
+/// The kernel inputs of `arrays`, whose `buffers` are copied here first where they live on
+/// another device than `stream`'s.
+fn local_inputs<'a>(buffers: &'a mut [Buffer], arrays: &'a [Array], stream: &Stream) -> Result<Vec<Input<'a>>> {
+    for (b, a) in buffers.iter_mut().zip(arrays) {
+        if b.device() != stream.device {
+            *b = transfer(b, a, stream)?;
+        }
+    }
+    Ok(buffers.iter().zip(arrays).map(|(b, a)| Input { buffer: b, meta: a.meta() }).collect())
 }
 
 fn single_output(backend: &dyn Backend, op: &Primitive, outs: Vec<Buffer>) -> Result<Buffer> {
