@@ -86,3 +86,33 @@ impl Rules for Fused {
         Some(self.rebuild(inputs).map(|a| vec![a]))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::fusion::Step;
+
+    /// A region traced for some inputs refuses others with an `Err` naming both.
+    #[test]
+    fn other_inputs_are_refused() {
+        let m = |shape: &[usize]| Meta::new(shape, DType::F32);
+        let program = Program {
+            shape: vec![4],
+            inputs: vec![m(&[4])],
+            steps: vec![(Step::Input(0), DType::F32), (Step::Unary(crate::primitive::UnaryOp::Exp, 0), DType::F32)],
+            result: 1,
+            reduction: None,
+            reduce_axes: vec![],
+            output: m(&[4]),
+            extra_outputs: vec![],
+        };
+        let f = Fused { program: Arc::new(program), parts: Arc::new(|x: &[Array]| Ok(vec![x[0].exp()?])) };
+        assert_eq!(f.infer(&[&m(&[4])]).unwrap(), vec![m(&[4])]);
+        for bad in [vec![m(&[5])], vec![Meta::new([4], DType::I32)], vec![m(&[4]), m(&[4])], vec![]] {
+            let refs: Vec<&Meta> = bad.iter().collect();
+            let e = f.infer(&refs);
+            assert!(matches!(e, Err(Error::Invalid { .. })), "{bad:?}: {e:?}");
+        }
+    }
+}
