@@ -12,6 +12,13 @@
 //! before the clock stops, best of 5 rounds after a warm-up. GB/s counts the bytes named
 //! above once, as the PyTorch and NumPy rows of `scripts/fusion_ref.py` do; a fused
 //! result is checked against the unfused one before anything is timed.
+//!
+//! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by the fused evaluations'
+//! kernel time (GPU timestamps, one more round) and the bandwidth that time alone gives;
+//! the row's own values then include the profiler's waits.
+
+#[path = "common/kernel_times.rs"]
+mod kernel_times;
 
 use std::time::Instant;
 
@@ -138,6 +145,15 @@ fn main() -> lazuli::Result<()> {
                 if *gbytes > 0.0 { format!("{:.1} GB/s", gbytes / t) } else { format!("{:.3} ms", t * 1e3) }
             };
             println!("| {name} | {size} | {} | {} | {:.2}x | {diff:.1e} |", show(on), show(off), off / on);
+            if let Some(k) = kernel_times::measure(&s, o.reps, || f().and_then(|a| a.eval()))? {
+                println!(
+                    "|   fused kernels only | | {} | | | {:.1} us/eval, busy {:.1} us: {} |",
+                    show(k.kernels),
+                    k.kernels * 1e6,
+                    k.busy * 1e6,
+                    k.list
+                );
+            }
         }
         Ok(())
     })

@@ -9,7 +9,15 @@
 //! op must move (inputs plus output, 4 bytes per f32 element, 2 per f16); matrix rows use an
 //! `N/C x C` matrix and reduce along its rows. `--size`: elements of the large arrays (default
 //! 1M on the CPU, 256M on a GPU); `--cols`: row length (default 1024 on the CPU, 8192 on a GPU).
+//!
+//! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by its kernels' time per call
+//! (from GPU timestamps, one more round of the same calls) and the row's value had only
+//! that time counted; the rows' own values then include the profiler's waits.
 
+#[path = "common/kernel_times.rs"]
+mod kernel_times;
+
+use std::cell::RefCell;
 use std::time::Instant;
 
 use lazuli::{Array, DType, Device, Error, Result, Stream};
@@ -32,12 +40,32 @@ fn best(s: &Stream, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         s.synchronize()?;
         best = best.min(t.elapsed().as_secs_f64() / iters as f64);
     }
+    if let Some(k) = kernel_times::measure(s, iters, f)? {
+        KERNELS.with(|c| *c.borrow_mut() = Some((best, k)));
+    }
     Ok(best)
 }
 
-/// One printed row; `scripts/ops_ref.py` prints the same names and units.
+thread_local! {
+    /// The last [`best`]'s seconds per call and its kernels' time, for [`row`] to print.
+    static KERNELS: RefCell<Option<(f64, kernel_times::PerCall)>> = const { RefCell::new(None) };
+}
+
+/// One printed row; `scripts/ops_ref.py` prints the same names and units. With kernel
+/// times, a second line: the value had only the kernels' time been counted.
 fn row(name: &str, size: &str, value: f64, unit: &str) {
     println!("| {name:<30} | {size:>14} | {value:>10.2} | {unit:<7} |");
+    if let Some((wall, k)) = KERNELS.with(|c| c.borrow_mut().take()) {
+        let scaled = if unit == "us" { value * k.kernels / wall } else { value * wall / k.kernels };
+        println!(
+            "|   kernels only {:>15} | {:>14} | {scaled:>10.2} | {unit:<7} | {:.1} us/call, busy {:.1} us: {}",
+            "",
+            "",
+            k.kernels * 1e6,
+            k.busy * 1e6,
+            k.list
+        );
+    }
 }
 
 struct Args {

@@ -69,3 +69,11 @@ pub(crate) fn set_cache_limit(_bytes: u64) -> Result<u64> {
 pub(crate) fn clear_cache() -> Result<()> {
     Err(Error::device("lazuli was built without the `gpu` feature"))
 }
+
+/// Always `Err(Error::Device)`: this build has no GPU backend.
+pub fn kernel_times() -> Result<Option<crate::backend::KernelTimes>> {
+    Err(not_built(0))
+}
+
+/// Does nothing: this build has no GPU backend, so nothing is timed.
+pub fn reset_kernel_times() {}

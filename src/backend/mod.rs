@@ -36,6 +36,31 @@ pub trait DeviceBuffer: Any + Send + Sync {
 /// A shared handle to a device buffer.
 pub type Buffer = Arc<dyn DeviceBuffer>;
 
+/// GPU time of one kernel, summed over its launches: see [`gpu::kernel_times`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTime {
+    /// The kernel: its shader file, dtype and entry point, or `fused#<hash>` for a
+    /// generated kernel (one hash per kernel text).
+    pub name: String,
+    /// How many times it ran.
+    pub launches: u64,
+    /// Time between the start and the end of its launches on the GPU, summed.
+    pub total: Duration,
+}
+
+/// What the GPU timing profiler measured since its last reset: see [`gpu::kernel_times`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct KernelTimes {
+    /// One entry per kernel, longest total first.
+    pub kernels: Vec<KernelTime>,
+    /// Batches submitted with at least one timed kernel.
+    pub submits: u64,
+    /// For each such batch, the time from its first kernel's start to its last kernel's
+    /// end, summed: beside the kernels' total, the GPU's idle time between kernels of a
+    /// batch.
+    pub busy: Duration,
+}
+
 /// One input of a primitive, as the backend sees it.
 pub struct Input<'a> {
     /// The data, contiguous, on this backend's device.

@@ -21,6 +21,9 @@ pub(crate) struct Context {
     /// Cooperative matrices (16x16x16, f16 in, f32 accumulate) on 32-wide subgroups were
     /// granted: the tensor-core f16 matmul can run.
     pub(crate) has_coop: bool,
+    /// Timestamp queries were asked for (`LAZULI_GPU_TIMING=1`) and granted: kernels are
+    /// timed (see `timing`).
+    pub(crate) timing: bool,
     /// Adapter name and backend, for messages.
     pub(crate) description: String,
     pub(crate) info: wgpu::AdapterInfo,
@@ -111,6 +114,16 @@ fn init() -> std::result::Result<Context, String> {
     if coop {
         features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
     }
+    if super::timing::wanted() {
+        if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        } else {
+            log::warn!(
+                "gpu(0): LAZULI_GPU_TIMING=1, but {} offers no timestamp queries; kernels are not timed",
+                info.name
+            );
+        }
+    }
     let limits = adapter.limits();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("lazuli"),
@@ -144,6 +157,7 @@ fn init() -> std::result::Result<Context, String> {
         queue,
         has_f16: features.contains(wgpu::Features::SHADER_F16),
         has_coop: coop,
+        timing: features.contains(wgpu::Features::TIMESTAMP_QUERY),
         description: format!("{} ({:?})", info.name, info.backend),
         info,
         limits,

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use super::buffer::GpuBuffer;
 use super::context::{Context, context};
 use super::params::{Params, words};
+use super::timing::Stamps;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
@@ -107,11 +108,21 @@ struct Batch {
     /// Threads of the kernels recorded so far (see [`submit_now`]).
     threads: u64,
     in_flight: VecDeque<wgpu::SubmissionIndex>,
+    /// The batch's kernel timestamps, with timing on (see `timing`). Made with the
+    /// encoder.
+    stamps: Option<Stamps>,
 }
 
 impl Batch {
-    const EMPTY: Batch =
-        Batch { encoder: None, arena: None, used: 0, recorded: 0, threads: 0, in_flight: VecDeque::new() };
+    const EMPTY: Batch = Batch {
+        encoder: None,
+        arena: None,
+        used: 0,
+        recorded: 0,
+        threads: 0,
+        in_flight: VecDeque::new(),
+        stamps: None,
+    };
 
     /// Counts one more recorded command (and publishes the count, see [`PENDING`]).
     fn count(&mut self, lane: Lane) {
@@ -129,6 +140,7 @@ impl Batch {
                 mapped_at_creation: true,
             }));
             self.used = 0;
+            self.stamps = Stamps::new(ctx);
         }
         self.encoder.get_or_insert_with(|| {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lazuli") })
@@ -248,10 +260,11 @@ pub(crate) fn unsubmitted(stream: &Stream) -> usize {
 }
 
 fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
-    let Some(enc) = b.encoder.take() else { return Ok(()) };
+    let Some(mut enc) = b.encoder.take() else { return Ok(()) };
     b.recorded = 0;
     b.threads = 0;
     let arena = b.arena.take();
+    let stamps = b.stamps.take().and_then(|s| s.resolve(ctx, &mut enc));
     let submitted = ctx.check_lost().and_then(|()| {
         if let Some(arena) = arena {
             // The blocks written so far become visible to the batch's dispatches (wgpu
@@ -267,6 +280,9 @@ fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
     // Submitted, or dropped with the error: either way nothing of the lane waits.
     PENDING[lane.0 as usize].store(0, Ordering::Release);
     let idx = submitted?;
+    if let Some(stamps) = stamps {
+        stamps.collect(ctx, &idx)?;
+    }
     b.in_flight.push_back(idx);
     while b.in_flight.len() > MAX_IN_FLIGHT {
         let oldest = b.in_flight.pop_front().expect("non-empty");
@@ -447,8 +463,10 @@ pub(crate) fn dispatch<P: Params>(
         many => make(&std::iter::once(p).chain(many.iter().map(e)).collect::<Vec<_>>()),
     };
     {
-        let enc = b.encoder.as_mut().expect("made above");
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        let Batch { encoder, stamps, .. } = &mut *b;
+        let enc = encoder.as_mut().expect("made above");
+        let timestamp_writes = stamps.as_mut().and_then(|s| s.next(pipeline));
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);

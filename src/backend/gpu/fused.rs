@@ -787,6 +787,12 @@ fn pipeline(ctx: &Context, key: &str) -> Result<wgpu::ComputePipeline> {
     })?;
     // A compile may register more driver exit-time destructors (see pipeline.rs).
     crate::lifecycle::driver_step();
+    super::timing::name(ctx, &p, || {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        format!("fused#{:08x}", h.finish() as u32)
+    });
     let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
     if c.pipelines.len() >= CACHE_CAP
         && let Some(oldest) = c.pipelines.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())

@@ -31,7 +31,8 @@
 //! cooperative-matrix feature off (f16 matmul then runs on the SIMT kernel);
 //! `LAZULI_MATMUL_SPLIT_K=0` turns the K split off (to measure it);
 //! `LAZULI_GPU_MAX_WORKGROUPS=n` plans every dispatch as if the adapter allowed at most
-//! `n` workgroups per grid dimension (for testing the paths that split large grids).
+//! `n` workgroups per grid dimension (for testing the paths that split large grids);
+//! `LAZULI_GPU_TIMING=1` times each kernel on the GPU (see [`kernel_times`]).
 
 mod buffer;
 mod context;
@@ -50,6 +51,7 @@ mod random;
 mod readback;
 mod reduce;
 mod shader;
+mod timing;
 mod upload;
 
 use std::sync::atomic::Ordering;
@@ -134,6 +136,20 @@ pub fn uploads_here() -> u64 {
 /// indices are equal modulo 64 share one encoder. For tests and profiling.
 pub fn unsubmitted(stream: &Stream) -> usize {
     encoder::unsubmitted(stream)
+}
+
+/// GPU time per kernel since the last [`reset_kernel_times`], from timestamp queries:
+/// `None` unless the process started with `LAZULI_GPU_TIMING=1` and the adapter offers
+/// timestamp queries (`Err` when there is no adapter). A profiler: with it on, every
+/// batch of kernels is waited for when it is submitted, so wall-clock times taken
+/// meanwhile are not representative; the kernels' durations are.
+pub fn kernel_times() -> Result<Option<crate::backend::KernelTimes>> {
+    Ok(timing::report(context::context()?))
+}
+
+/// Forgets the kernel times measured so far (see [`kernel_times`]).
+pub fn reset_kernel_times() {
+    timing::reset();
 }
 
 /// True when `gpu(0)` is a software rasteriser (lavapipe, WARP...): slow, for tests.

@@ -77,6 +77,10 @@ pub(crate) fn pipeline(
             cache: None,
         }))
     })?;
+    super::timing::name(ctx, &p, || {
+        let consts: String = constants.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        format!("{}[{dtype}]::{entry}{consts}", kernel.file())
+    });
     c.pipelines.insert(key, p.clone());
     // A compile may register more driver exit-time destructors (lavapipe's LLVM does so
     // lazily); registering the exit hook again keeps it ahead of them.

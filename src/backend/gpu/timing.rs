@@ -1,0 +1,187 @@
+//! Time on the GPU per kernel, from timestamp queries: a profiler, on when
+//! `LAZULI_GPU_TIMING=1` and the adapter offers `TIMESTAMP_QUERY`.
+//!
+//! Why: an eval's wall-clock time mixes the host's recording and submitting with the
+//! kernels, and NVIDIA's profilers do not see kernels that reach the driver through
+//! Vulkan (`ncu` found none, BENCHMARKS.md session 14). Timestamps written at the start
+//! and end of each kernel's compute pass time the kernels alone, on any backend.
+//!
+//! Cost: with timing on, every submit waits for its batch and reads the timestamps back,
+//! so the GPU idles between batches and wall-clock numbers taken that way mean nothing.
+//! The kernels' own durations are unaffected. Copies are not timed (only kernels).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::context::Context;
+use crate::backend::{KernelTime, KernelTimes};
+use crate::error::{Error, Result};
+
+/// Whether `LAZULI_GPU_TIMING=1` asks for timing (read once, when the device is made).
+pub(crate) fn wanted() -> bool {
+    std::env::var("LAZULI_GPU_TIMING").is_ok_and(|v| v == "1")
+}
+
+/// Kernels timed per batch: a batch is submitted at 64 commands
+/// (`encoder::MAX_PER_SUBMIT`); a batch with more dispatches leaves the rest untimed.
+const PER_BATCH: u32 = 64;
+
+/// Each pipeline's name for the report. Filled only with timing on; a static, never
+/// dropped, like the pipelines it names (they are leaked with the device).
+fn names() -> &'static Mutex<HashMap<wgpu::ComputePipeline, Arc<str>>> {
+    static N: OnceLock<Mutex<HashMap<wgpu::ComputePipeline, Arc<str>>>> = OnceLock::new();
+    N.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Gives `pipeline` the name `name()` in the report (only with timing on: the name is
+/// not built otherwise).
+pub(crate) fn name(ctx: &Context, pipeline: &wgpu::ComputePipeline, name: impl FnOnce() -> String) {
+    if ctx.timing {
+        names().lock().unwrap_or_else(|e| e.into_inner()).insert(pipeline.clone(), name().into());
+    }
+}
+
+fn name_of(pipeline: &wgpu::ComputePipeline) -> Arc<str> {
+    let names = names().lock().unwrap_or_else(|e| e.into_inner());
+    names.get(pipeline).cloned().unwrap_or_else(|| "(unnamed)".into())
+}
+
+/// What has been measured since the last [`reset`]. A static: submits on any thread add
+/// to it, and it is never dropped.
+static TOTALS: Mutex<Totals> = Mutex::new(Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0 });
+
+struct Totals {
+    /// (name, launches, nanoseconds); few names, so a list.
+    kernels: Vec<(Arc<str>, u64, f64)>,
+    submits: u64,
+    busy_ns: f64,
+}
+
+/// The measured kernel times, longest total first; `None` with timing off.
+pub(crate) fn report(ctx: &Context) -> Option<KernelTimes> {
+    if !ctx.timing {
+        return None;
+    }
+    let t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = |v: f64| Duration::from_nanos(v.max(0.0) as u64);
+    let mut kernels: Vec<KernelTime> = t
+        .kernels
+        .iter()
+        .map(|(name, launches, total)| KernelTime { name: name.to_string(), launches: *launches, total: ns(*total) })
+        .collect();
+    kernels.sort_by_key(|k| std::cmp::Reverse(k.total));
+    Some(KernelTimes { kernels, submits: t.submits, busy: ns(t.busy_ns) })
+}
+
+/// Forgets what has been measured.
+pub(crate) fn reset() {
+    let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    *t = Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0 };
+}
+
+/// The timestamps of one batch: two per kernel (start and end of its pass).
+pub(crate) struct Stamps {
+    set: wgpu::QuerySet,
+    names: Vec<Arc<str>>,
+}
+
+impl Stamps {
+    /// Room for a batch's kernels; `None` with timing off.
+    pub(crate) fn new(ctx: &Context) -> Option<Stamps> {
+        ctx.timing.then(|| Stamps {
+            set: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("lazuli timing"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * PER_BATCH,
+            }),
+            names: Vec::new(),
+        })
+    }
+
+    /// The timestamp writes for the pass of the next kernel, which runs `pipeline`;
+    /// `None` once the batch has timed [`PER_BATCH`] kernels.
+    pub(crate) fn next(&mut self, pipeline: &wgpu::ComputePipeline) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let i = self.names.len() as u32;
+        if i >= PER_BATCH {
+            return None;
+        }
+        self.names.push(name_of(pipeline));
+        Some(wgpu::ComputePassTimestampWrites {
+            query_set: &self.set,
+            beginning_of_pass_write_index: Some(2 * i),
+            end_of_pass_write_index: Some(2 * i + 1),
+        })
+    }
+
+    /// Records the copy of the timestamps into a buffer the host can read, at the end of
+    /// the batch; `None` if no kernel was timed.
+    pub(crate) fn resolve(self, ctx: &Context, enc: &mut wgpu::CommandEncoder) -> Option<Pending> {
+        if self.names.is_empty() {
+            return None;
+        }
+        let n = 2 * self.names.len() as u32;
+        let bytes = u64::from(n) * 8;
+        let buffer = |usage| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("lazuli timing"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let resolved = buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+        let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        enc.resolve_query_set(&self.set, 0..n, &resolved, 0);
+        enc.copy_buffer_to_buffer(&resolved, 0, &read, 0, bytes);
+        Some(Pending { read, names: self.names })
+    }
+}
+
+/// A submitted batch's timestamps, on their way back.
+pub(crate) struct Pending {
+    read: wgpu::Buffer,
+    names: Vec<Arc<str>>,
+}
+
+impl Pending {
+    /// Waits for submission `idx` (the batch the timestamps belong to), reads them and
+    /// adds each kernel's duration to the totals.
+    pub(crate) fn collect(self, ctx: &Context, idx: &wgpu::SubmissionIndex) -> Result<()> {
+        let mapped = Arc::new(AtomicBool::new(false));
+        let flag = mapped.clone();
+        self.read.slice(..).map_async(wgpu::MapMode::Read, move |r| flag.store(r.is_ok(), Ordering::Release));
+        super::encoder::wait(ctx, idx, || false)?;
+        // The map completes with the submission; its callback runs in a poll.
+        let deadline = Instant::now() + super::encoder::timeout();
+        while !mapped.load(Ordering::Acquire) {
+            if Instant::now() >= deadline {
+                return Err(Error::Gpu(format!("{}: timestamps never came back", ctx.description)));
+            }
+            super::encoder::poll_once(ctx);
+        }
+        let ticks: Vec<u64> = {
+            let view = self.read.slice(..).get_mapped_range().map_err(|e| Error::Gpu(format!("timestamps: {e}")))?;
+            bytemuck::pod_collect_to_vec(&view)
+        };
+        self.read.unmap();
+        let period = f64::from(ctx.queue.get_timestamp_period());
+        let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, pair) in self.names.into_iter().zip(ticks.chunks_exact(2)) {
+            let ns = pair[1].saturating_sub(pair[0]) as f64 * period;
+            match t.kernels.iter_mut().find(|k| k.0 == name) {
+                Some(k) => {
+                    k.1 += 1;
+                    k.2 += ns;
+                }
+                None => t.kernels.push((name, 1, ns)),
+            }
+        }
+        let first = ticks.iter().step_by(2).min().copied().unwrap_or(0);
+        let last = ticks.iter().skip(1).step_by(2).max().copied().unwrap_or(0);
+        t.submits += 1;
+        t.busy_ns += last.saturating_sub(first) as f64 * period;
+        Ok(())
+    }
+}
