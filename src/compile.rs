@@ -487,6 +487,13 @@ impl Trace {
             // A region that writes members out (a member is also an output) stays steps:
             // eval fuses them as before.
             let (Some(leaves), true) = (leaves, r.exposed.is_empty()) else {
+                // Its folded constants too: the pass leaves out of the order those that
+                // only regions read.
+                for k in r.consts.iter().filter_map(|(c, _)| step_of(c)) {
+                    if !calls.iter().any(|c| matches!(c, Call::Step(j) if *j == k)) {
+                        calls.push(Call::Step(k));
+                    }
+                }
                 calls.extend(members.iter().map(|&k| Call::Step(k)));
                 calls.push(Call::Step(root));
                 continue;

@@ -212,6 +212,10 @@ fn run_region(r: Region) -> Result<()> {
             ),
         }
         drop(ins);
+        // Folded constants first: `plan` may have left them out of the order.
+        for (c, _) in &r.consts {
+            run_node(&c.0)?;
+        }
         for m in &r.members {
             run_node(&m.0)?;
         }

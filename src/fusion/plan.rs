@@ -41,6 +41,10 @@ pub(crate) struct Region {
     pub exposed: Vec<Array>,
     /// The arrays the program reads, in [`Program::inputs`] order.
     pub leaves: Vec<Array>,
+    /// The constants folded into the program, with how many input slots of its nodes
+    /// name each. [`plan`] leaves those that only regions read out of the plan (their
+    /// values are in the kernels); the unfused fallback runs them first.
+    pub consts: Vec<(Array, usize)>,
     /// What the backend compiles.
     pub program: Program,
 }
@@ -62,6 +66,8 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
     let mut regions: HashMap<*const Node, Box<Region>> = HashMap::new();
     // Consumers come after their inputs: walking backwards grows each region from its
     // last consumer, so regions are as large as the rules allow.
+    // Per folded constant: input slots of region nodes naming it, and regions holding it.
+    let mut folded: HashMap<*const Node, (usize, usize)> = HashMap::new();
     for w in order.iter().rev() {
         let Some(node) = w.upgrade() else { continue };
         let ptr = Arc::as_ptr(&node);
@@ -74,10 +80,29 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
             for m in &region.members {
                 taken.insert(m.ptr());
             }
+            for (c, slots) in &region.consts {
+                let f = folded.entry(c.ptr()).or_default();
+                f.0 += slots;
+                f.1 += 1;
+            }
             if debug() {
                 eprintln!("lazuli fusion: {} on {:?}\n{}", region.root.0.op_name, region.root.stream(), region.program);
             }
             regions.insert(ptr, Box::new(region));
+        }
+    }
+    // A constant that only regions of this eval read, and that nothing else holds (no
+    // user handle, no node outside the eval), is not run: every reader has its value
+    // in its kernel, and a fill per constant per eval cost an H100 5 us of GPU time each
+    // (BENCHMARKS.md, session 15). It stays pending and goes with its readers.
+    for w in &order {
+        let Some(node) = w.upgrade() else { continue };
+        let ptr = Arc::as_ptr(&node);
+        if let (Some(&(slots, holders)), Some(&readers)) = (folded.get(&ptr), consumers.get(&ptr))
+            && slots == readers
+            && Arc::strong_count(&node) == readers + holders + 1
+        {
+            taken.insert(ptr);
         }
     }
     order
@@ -241,8 +266,9 @@ struct Growth<'a> {
     /// Inputs of members that are not members: how many times members' input lists name
     /// them, and one handle (ours, counted when comparing with the node's references).
     refs: HashMap<*const Node, (usize, Array)>,
-    /// Folded constants.
-    consts: HashMap<*const Node, Primitive>,
+    /// Folded constants: their primitive, a handle, and the input slots of members
+    /// naming them.
+    consts: HashMap<*const Node, (Primitive, Array, usize)>,
     work: Vec<*const Node>,
 }
 
@@ -254,12 +280,16 @@ impl Growth<'_> {
             let i = self.members[&m].2[k].clone();
             let i = &i;
             let p = i.ptr();
-            if self.members.contains_key(&p) || self.consts.contains_key(&p) {
+            if let Some(c) = self.consts.get_mut(&p) {
+                c.2 += 1;
+                continue;
+            }
+            if self.members.contains_key(&p) {
                 continue;
             }
             if let Some(c) = constant(i, &self.stream) {
                 self.refs.remove(&p);
-                self.consts.insert(p, c);
+                self.consts.insert(p, (c, i.clone(), 1));
                 continue;
             }
             self.refs.entry(p).or_insert_with(|| (0, i.clone())).0 += 1;
@@ -354,7 +384,7 @@ impl Growth<'_> {
             if values.contains_key(&p) {
                 continue;
             }
-            if let Some(c) = self.consts.get(&p) {
+            if let Some((c, _, _)) = self.consts.get(&p) {
                 let step = Step::of(c, &[]).expect("folded constants are Full");
                 values.insert(p, steps.len());
                 steps.push((step, a.dtype()));
@@ -412,6 +442,7 @@ impl Growth<'_> {
             output: root.meta().clone(),
             extra_outputs,
         };
-        Some(Region { root: root.clone(), members: order, exposed, leaves, program })
+        let consts = self.consts.into_values().map(|(_, a, slots)| (a, slots)).collect();
+        Some(Region { root: root.clone(), members: order, exposed, leaves, consts, program })
     }
 }

@@ -63,6 +63,49 @@ fn held_intermediates_are_written_out() {
     }
 }
 
+/// A scalar constant folded into a region is not run as a node of its own when only
+/// regions read it (its value is in the kernel; a fill per constant per eval before); one
+/// an eval asks for, or a user holds, still gets its value.
+#[test]
+fn folded_constants_run_only_when_needed() {
+    let xv = [0.5f32, -1.0, 2.0];
+    for d in devices() {
+        on(d, || {
+            let x = Array::from_slice(&xv, &[3])?.add(0.0)?;
+            x.eval()?;
+            fusion::with_enabled(true, || {
+                let y = (&x * 0.5)?.exp()?;
+                let before = lazuli::primitives_run_here();
+                y.eval()?;
+                assert_eq!(lazuli::primitives_run_here() - before, 2, "{d}: mul and exp, no fill");
+                let yv = y.to_vec::<f32>()?;
+                for (g, v) in yv.iter().zip(xv) {
+                    let w = (f64::from(v) * 0.5).exp();
+                    assert!((f64::from(*g) - w).abs() <= 1e-6 * w, "{d}: {yv:?}");
+                }
+                // Asked for beside the region's output.
+                let c = lazuli::full(&[], 0.25, DType::F32)?;
+                let z = (&x + &c)?.exp()?;
+                lazuli::eval(&[&z, &c])?;
+                assert_eq!(c.item::<f32>()?, 0.25, "{d}");
+                // Held, not asked for: computed when read.
+                let k = lazuli::full(&[], 3.0, DType::F32)?;
+                let w = (&x * &k)?.neg()?;
+                w.eval()?;
+                assert_eq!(w.to_vec::<f32>()?, xv.map(|v| -3.0 * v), "{d}");
+                assert_eq!(k.item::<f32>()?, 3.0, "{d}");
+                let zv = z.to_vec::<f32>()?;
+                for (g, v) in zv.iter().zip(xv) {
+                    let w = (f64::from(v) + 0.25).exp();
+                    assert!((f64::from(*g) - w).abs() <= 1e-6 * w, "{d}: {zv:?}");
+                }
+                lazuli::Result::Ok(())
+            })
+        })
+        .unwrap();
+    }
+}
+
 /// The temporaries of one expression (`a.mul(&b)?.exp()?.eval()`) live until the statement
 /// ends, so they are held while it evaluates: the chain still runs as one region, each
 /// temporary written out, every value right (also one a later node reads).
