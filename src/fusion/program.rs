@@ -1,13 +1,17 @@
 //! What a fused region computes: SSA steps over its inputs, at one shape.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use crate::dtype::DType;
 use crate::primitive::{BinaryOp, Meta, Primitive, ReduceOp, UnaryOp};
 
 /// One value of a region, computed from earlier values (by index into
 /// [`Program::steps`]) at every element of [`Program::shape`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Equality and hashing compare constants bit for bit (`0.0` and `-0.0` differ, a NaN
+/// equals itself), so a program is a key: equal programs compile to the same kernel.
+#[derive(Debug, Clone, Copy)]
 pub enum Step {
     /// Region input `k`, read with broadcast strides (see [`Program::inputs`]).
     Input(usize),
@@ -28,8 +32,49 @@ pub enum Step {
     Reduce(ReduceOp, usize),
 }
 
-/// A fused region as a backend compiles it.
-#[derive(Debug, Clone, PartialEq)]
+/// [`Step`] with its constant as bits: what equality and hashing compare.
+#[derive(PartialEq, Eq, Hash)]
+enum StepBits {
+    Input(usize),
+    Const(u64),
+    Unary(UnaryOp, usize),
+    Binary(BinaryOp, usize, usize),
+    Select(usize, usize, usize),
+    Cast(usize),
+    Reduce(ReduceOp, usize),
+}
+
+impl Step {
+    fn bits(self) -> StepBits {
+        match self {
+            Step::Input(k) => StepBits::Input(k),
+            Step::Const(c) => StepBits::Const(c.to_bits()),
+            Step::Unary(op, a) => StepBits::Unary(op, a),
+            Step::Binary(op, a, b) => StepBits::Binary(op, a, b),
+            Step::Select(c, a, b) => StepBits::Select(c, a, b),
+            Step::Cast(a) => StepBits::Cast(a),
+            Step::Reduce(op, a) => StepBits::Reduce(op, a),
+        }
+    }
+}
+
+impl PartialEq for Step {
+    fn eq(&self, other: &Step) -> bool {
+        self.bits() == other.bits()
+    }
+}
+
+impl Eq for Step {}
+
+impl Hash for Step {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.bits().hash(state);
+    }
+}
+
+/// A fused region as a backend compiles it. Equal programs (constants compared bit for
+/// bit) compile to the same kernel: backends may cache by the program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Program {
     /// The shape every step computes at.
     pub shape: Vec<usize>,
@@ -161,5 +206,26 @@ impl fmt::Display for Program {
             write!(f, "\n  out{} = v{v}", k + 1)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::Step;
+    use crate::primitive::UnaryOp;
+
+    #[test]
+    fn steps_compare_constants_by_bits() {
+        assert_eq!(Step::Const(0.5), Step::Const(0.5));
+        assert_ne!(Step::Const(0.0), Step::Const(-0.0));
+        assert_eq!(Step::Const(f64::NAN), Step::Const(f64::NAN));
+        assert_ne!(Step::Input(0), Step::Cast(0));
+        assert_eq!(Step::Unary(UnaryOp::Exp, 1), Step::Unary(UnaryOp::Exp, 1));
+        assert_ne!(Step::Unary(UnaryOp::Exp, 1), Step::Unary(UnaryOp::Log, 1));
+        let set: HashSet<Step> =
+            [Step::Const(f64::NAN), Step::Const(f64::NAN), Step::Const(0.0), Step::Const(-0.0)].into();
+        assert_eq!(set.len(), 3);
     }
 }

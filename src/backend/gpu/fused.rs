@@ -92,7 +92,7 @@ impl Fuser for GpuFuser {
     fn run(&self, s: &Stream, program: &Program, inputs: &[Input<'_>]) -> Result<Vec<Buffer>> {
         let ctx = context()?;
         ctx.check()?;
-        let pipeline = pipeline(ctx, &kernel(program)?)?;
+        let pipeline = program_pipeline(ctx, program)?;
         let n = program.output.numel();
         let ins: Vec<&GpuBuffer> = inputs.iter().map(|i| gpu_buf(i.buffer)).collect::<Result<_>>()?;
         let out = alloc(s, program.output.dtype, n)?;
@@ -746,14 +746,51 @@ fn fill(
 const CACHE_CAP: usize = 256;
 
 struct Cache {
+    /// By kernel text: programs that differ only in what the text does not show (sizes,
+    /// constant values) share a kernel.
     pipelines: HashMap<String, (wgpu::ComputePipeline, u64)>,
+    /// By program: a program that ran before finds its kernel without generating the
+    /// text, which cost about 50 us per eval for layer_norm's row kernel on the 2-core
+    /// development machine (more than planning the eval took).
+    programs: HashMap<Program, (wgpu::ComputePipeline, u64)>,
     clock: u64,
 }
 
 fn cache() -> &'static Mutex<Cache> {
     // Leaked with the device that owns the pipelines (as pipeline.rs's cache).
     static C: OnceLock<&'static Mutex<Cache>> = OnceLock::new();
-    C.get_or_init(|| Box::leak(Box::new(Mutex::new(Cache { pipelines: HashMap::new(), clock: 0 }))))
+    C.get_or_init(|| {
+        Box::leak(Box::new(Mutex::new(Cache { pipelines: HashMap::new(), programs: HashMap::new(), clock: 0 })))
+    })
+}
+
+/// Drops the least recently used entry of `map` if it holds [`CACHE_CAP`].
+fn make_room<K: Clone + Eq + std::hash::Hash>(map: &mut HashMap<K, (wgpu::ComputePipeline, u64)>) {
+    if map.len() >= CACHE_CAP
+        && let Some(oldest) = map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
+    {
+        map.remove(&oldest);
+        log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
+    }
+}
+
+/// The pipeline of `p`'s kernel: by the program if it ran before, else by its text.
+fn program_pipeline(ctx: &Context, p: &Program) -> Result<wgpu::ComputePipeline> {
+    {
+        let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
+        c.clock += 1;
+        let now = c.clock;
+        if let Some((pipeline, used)) = c.programs.get_mut(p) {
+            *used = now;
+            return Ok(pipeline.clone());
+        }
+    }
+    let pipeline = pipeline(ctx, &kernel(p)?)?;
+    let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
+    make_room(&mut c.programs);
+    let now = c.clock;
+    c.programs.insert(p.clone(), (pipeline.clone(), now));
+    Ok(pipeline)
 }
 
 /// The pipeline of a kernel ([`kernel`]'s text, the cache key), compiled after the f32
@@ -794,12 +831,7 @@ fn pipeline(ctx: &Context, key: &str) -> Result<wgpu::ComputePipeline> {
         format!("fused#{:08x}", h.finish() as u32)
     });
     let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-    if c.pipelines.len() >= CACHE_CAP
-        && let Some(oldest) = c.pipelines.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
-    {
-        c.pipelines.remove(&oldest);
-        log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
-    }
+    make_room(&mut c.pipelines);
     let now = c.clock;
     c.pipelines.insert(key.to_string(), (p.clone(), now));
     Ok(p)
