@@ -11,7 +11,9 @@
 //! freshly built graph (inputs resident on the device), the stream synchronized once
 //! before the clock stops, best of 5 rounds after a warm-up. GB/s counts the bytes named
 //! above once, as the PyTorch and NumPy rows of `scripts/fusion_ref.py` do; a fused
-//! result is checked against the unfused one before anything is timed.
+//! result is checked against the unfused one before anything is timed. The last column
+//! is the best fused round's time before its synchronize, per evaluation: the host's
+//! part (building, planning, recording, submitting, and any wait for the GPU inside).
 //!
 //! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by the fused evaluations'
 //! kernel time (GPU timestamps, one more round) and the bandwidth that time alone gives;
@@ -74,22 +76,28 @@ fn layer_norm(x: &Array, g: &Array, b: &Array) -> lazuli::Result<Array> {
     &(&y * g)? + b
 }
 
-/// Best seconds per evaluation of `f` over 5 rounds of `reps`, after a warm-up.
-fn time(s: &lazuli::Stream, reps: usize, f: &dyn Fn() -> lazuli::Result<Array>) -> lazuli::Result<f64> {
+/// Best seconds per evaluation of `f` over 5 rounds of `reps`, after a warm-up, and the
+/// seconds per evaluation that round spent issuing work (building, planning, recording,
+/// submitting: everything before the final synchronize).
+fn time(s: &lazuli::Stream, reps: usize, f: &dyn Fn() -> lazuli::Result<Array>) -> lazuli::Result<(f64, f64)> {
     for _ in 0..2 {
         f()?.eval()?;
     }
     s.synchronize()?;
-    let mut best = f64::INFINITY;
+    let (mut best, mut issue) = (f64::INFINITY, 0.0);
     for _ in 0..5 {
         let t = Instant::now();
         for _ in 0..reps {
             f()?.eval()?;
         }
+        let issued = t.elapsed().as_secs_f64();
         s.synchronize()?;
-        best = best.min(t.elapsed().as_secs_f64() / reps as f64);
+        let took = t.elapsed().as_secs_f64();
+        if took < best * reps as f64 {
+            (best, issue) = (took / reps as f64, issued / reps as f64);
+        }
     }
-    Ok(best)
+    Ok((best, issue))
 }
 
 /// Largest difference between the fused and unfused results, relative to the largest value.
@@ -132,22 +140,28 @@ fn main() -> lazuli::Result<()> {
             lazuli::backend::gpu::adapter_summary()?
         };
         println!("fusion_bench on {} ({what}), {} reps per round", o.device, o.reps);
-        println!("| pattern | size | fused | unfused | speed-up | max rel diff |");
-        println!("| --- | --- | ---: | ---: | ---: | ---: |");
+        println!("| pattern | size | fused | unfused | speed-up | max rel diff | fused: issued, us/eval |");
+        println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
         for (name, size, gbytes, f) in &patterns {
             let diff = agreement(f.as_ref())?;
             lazuli::fusion::set_enabled(true);
-            let on = time(&s, o.reps, f.as_ref())?;
+            let (on, issued) = time(&s, o.reps, f.as_ref())?;
             lazuli::fusion::set_enabled(false);
-            let off = time(&s, o.reps, f.as_ref())?;
+            let (off, _) = time(&s, o.reps, f.as_ref())?;
             lazuli::fusion::set_enabled(true);
             let show = |t: f64| {
                 if *gbytes > 0.0 { format!("{:.1} GB/s", gbytes / t) } else { format!("{:.3} ms", t * 1e3) }
             };
-            println!("| {name} | {size} | {} | {} | {:.2}x | {diff:.1e} |", show(on), show(off), off / on);
+            println!(
+                "| {name} | {size} | {} | {} | {:.2}x | {diff:.1e} | {:.1} |",
+                show(on),
+                show(off),
+                off / on,
+                issued * 1e6
+            );
             if let Some(k) = kernel_times::measure(&s, o.reps, || f().and_then(|a| a.eval()))? {
                 println!(
-                    "|   fused kernels only | | {} | | | {:.1} us/eval, busy {:.1} us: {} |",
+                    "|   fused kernels only | | {} | | | | {:.1} us/eval, busy {:.1} us: {} |",
                     show(k.kernels),
                     k.kernels * 1e6,
                     k.busy * 1e6,
