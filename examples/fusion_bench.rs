@@ -16,8 +16,7 @@
 //! part (building, planning, recording, submitting, and any wait for the GPU inside).
 //!
 //! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by the fused evaluations'
-//! kernel time (GPU timestamps, one more round) and the bandwidth that time alone gives;
-//! the row's own values then include the profiler's waits.
+//! kernel time (GPU timestamps, one more round) and the bandwidth that time alone gives.
 
 #[path = "common/kernel_times.rs"]
 mod kernel_times;

@@ -12,7 +12,7 @@
 //!
 //! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by its kernels' time per call
 //! (from GPU timestamps, one more round of the same calls) and the row's value had only
-//! that time counted; the rows' own values then include the profiler's waits.
+//! that time counted.
 
 #[path = "common/kernel_times.rs"]
 mod kernel_times;

@@ -281,7 +281,7 @@ fn submit_locked(ctx: &Context, lane: Lane, b: &mut Batch) -> Result<()> {
     PENDING[lane.0 as usize].store(0, Ordering::Release);
     let idx = submitted?;
     if let Some(stamps) = stamps {
-        stamps.collect(ctx, &idx)?;
+        stamps.submitted(ctx);
     }
     b.in_flight.push_back(idx);
     while b.in_flight.len() > MAX_IN_FLIGHT {

@@ -140,9 +140,10 @@ pub fn unsubmitted(stream: &Stream) -> usize {
 
 /// GPU time per kernel since the last [`reset_kernel_times`], from timestamp queries:
 /// `None` unless the process started with `LAZULI_GPU_TIMING=1` and the adapter offers
-/// timestamp queries (`Err` when there is no adapter). A profiler: with it on, every
-/// batch of kernels is waited for when it is submitted, so wall-clock times taken
-/// meanwhile are not representative; the kernels' durations are.
+/// timestamp queries (`Err` when there is no adapter). Waits for the batches submitted
+/// so far; work still recorded and unsubmitted is not counted (`synchronize` first).
+/// A profiler: each kernel's pass writes two timestamps and each batch reads them back,
+/// which costs the host a little; the kernels' durations are what they would be untimed.
 pub fn kernel_times() -> Result<Option<crate::backend::KernelTimes>> {
     Ok(timing::report(context::context()?))
 }

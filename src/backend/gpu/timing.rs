@@ -6,18 +6,17 @@
 //! Vulkan (`ncu` found none, BENCHMARKS.md session 14). Timestamps written at the start
 //! and end of each kernel's compute pass time the kernels alone, on any backend.
 //!
-//! Cost: with timing on, every submit waits for its batch and reads the timestamps back,
-//! so the GPU idles between batches and wall-clock numbers taken that way mean nothing.
-//! The kernels' own durations are unaffected. Copies are not timed (only kernels).
+//! Cost: each batch resolves its timestamps into a small buffer read back when the batch
+//! is done, without waiting for it, and each kernel's pass has two timestamp writes; the
+//! kernels' durations are what they would be untimed. Copies are not timed (only kernels).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::context::Context;
 use crate::backend::{KernelTime, KernelTimes};
-use crate::error::{Error, Result};
 
 /// Whether `LAZULI_GPU_TIMING=1` asks for timing (read once, when the device is made).
 pub(crate) fn wanted() -> bool {
@@ -59,11 +58,13 @@ struct Totals {
     busy_ns: f64,
 }
 
-/// The measured kernel times, longest total first; `None` with timing off.
+/// The measured kernel times of the batches submitted so far (waiting for those still
+/// running), longest total first; `None` with timing off.
 pub(crate) fn report(ctx: &Context) -> Option<KernelTimes> {
     if !ctx.timing {
         return None;
     }
+    harvest_all(ctx);
     let t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
     let ns = |v: f64| Duration::from_nanos(v.max(0.0) as u64);
     let mut kernels: Vec<KernelTime> = t
@@ -75,8 +76,10 @@ pub(crate) fn report(ctx: &Context) -> Option<KernelTimes> {
     Some(KernelTimes { kernels, submits: t.submits, busy: ns(t.busy_ns) })
 }
 
-/// Forgets what has been measured.
+/// Forgets what has been measured, batches still running included.
 pub(crate) fn reset() {
+    // Dropping a buffer whose map is pending runs its callback with an error: harmless.
+    IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner()).clear();
     let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
     *t = Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0 };
 }
@@ -145,29 +148,36 @@ pub(crate) struct Pending {
     names: Vec<Arc<str>>,
 }
 
+/// Submitted batches' timestamps whose read-back has not been added to [`TOTALS`] yet,
+/// each with the flag its map callback sets. A static, never dropped: the callbacks own
+/// their flags, so one that fires at exit touches nothing freed. Lock order: this, then
+/// [`TOTALS`].
+static IN_FLIGHT: Mutex<VecDeque<(Pending, Arc<AtomicBool>)>> = Mutex::new(VecDeque::new());
+
 impl Pending {
-    /// Waits for submission `idx` (the batch the timestamps belong to), reads them and
-    /// adds each kernel's duration to the totals.
-    pub(crate) fn collect(self, ctx: &Context, idx: &wgpu::SubmissionIndex) -> Result<()> {
+    /// Called once the batch is submitted: asks for the timestamps (they map when the
+    /// batch is done) and adds those of earlier batches that have come back. Nothing
+    /// waits here, so the GPU runs as it would untimed.
+    pub(crate) fn submitted(self, ctx: &Context) {
         let mapped = Arc::new(AtomicBool::new(false));
         let flag = mapped.clone();
         self.read.slice(..).map_async(wgpu::MapMode::Read, move |r| flag.store(r.is_ok(), Ordering::Release));
-        super::encoder::wait(ctx, idx, || false)?;
-        // The map completes with the submission; its callback runs in a poll.
-        let deadline = Instant::now() + super::encoder::timeout();
-        while !mapped.load(Ordering::Acquire) {
-            if Instant::now() >= deadline {
-                return Err(Error::Gpu(format!("{}: timestamps never came back", ctx.description)));
+        let mut q = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back((self, mapped));
+        harvest(ctx, &mut q);
+    }
+
+    /// Adds each kernel's duration to `t`.
+    fn add_to(self, ctx: &Context, t: &mut Totals) {
+        let ticks: Vec<u64> = match self.read.slice(..).get_mapped_range() {
+            Ok(view) => bytemuck::pod_collect_to_vec(&view),
+            Err(e) => {
+                log::warn!("gpu timing: a batch's timestamps could not be read ({e})");
+                return;
             }
-            super::encoder::poll_once(ctx);
-        }
-        let ticks: Vec<u64> = {
-            let view = self.read.slice(..).get_mapped_range().map_err(|e| Error::Gpu(format!("timestamps: {e}")))?;
-            bytemuck::pod_collect_to_vec(&view)
         };
         self.read.unmap();
         let period = f64::from(ctx.queue.get_timestamp_period());
-        let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
         for (name, pair) in self.names.into_iter().zip(ticks.chunks_exact(2)) {
             let ns = pair[1].saturating_sub(pair[0]) as f64 * period;
             match t.kernels.iter_mut().find(|k| k.0 == name) {
@@ -182,6 +192,44 @@ impl Pending {
         let last = ticks.iter().skip(1).step_by(2).max().copied().unwrap_or(0);
         t.submits += 1;
         t.busy_ns += last.saturating_sub(first) as f64 * period;
-        Ok(())
+    }
+}
+
+/// Adds the timestamps that have come back to the totals; the others stay queued.
+fn harvest(ctx: &Context, q: &mut VecDeque<(Pending, Arc<AtomicBool>)>) {
+    if !q.iter().any(|(_, f)| f.load(Ordering::Acquire)) {
+        return;
+    }
+    let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut left = VecDeque::with_capacity(q.len());
+    for (p, flag) in q.drain(..) {
+        if flag.load(Ordering::Acquire) {
+            p.add_to(ctx, &mut t);
+        } else {
+            left.push_back((p, flag));
+        }
+    }
+    *q = left;
+}
+
+/// Waits (bounded by the GPU timeout) until every submitted batch's timestamps are in
+/// the totals.
+fn harvest_all(ctx: &Context) {
+    let deadline = Instant::now() + super::encoder::timeout();
+    loop {
+        {
+            let mut q = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+            harvest(ctx, &mut q);
+            if q.is_empty() {
+                return;
+            }
+        }
+        if Instant::now() >= deadline {
+            log::warn!("gpu timing: some batches' timestamps did not come back in time; left out");
+            return;
+        }
+        // Runs the map callbacks of finished batches.
+        super::encoder::poll_once(ctx);
+        std::thread::sleep(Duration::from_micros(50));
     }
 }
