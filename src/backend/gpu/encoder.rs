@@ -46,10 +46,18 @@ const MAX_IN_FLIGHT: usize = 8;
 /// BENCHMARKS.md, session 14).
 const SUBMIT_THREADS: u64 = 1 << 20;
 
+/// [`SUBMIT_THREADS`], or `LAZULI_SUBMIT_THREADS` where set (to measure the policy).
+fn submit_threads() -> u64 {
+    static T: OnceLock<u64> = OnceLock::new();
+    *T.get_or_init(|| {
+        std::env::var("LAZULI_SUBMIT_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(SUBMIT_THREADS)
+    })
+}
+
 /// Whether a batch of `recorded` commands whose kernels have `threads` threads in all is
 /// submitted now.
 fn submit_now(recorded: usize, threads: u64) -> bool {
-    recorded >= MAX_PER_SUBMIT || threads >= SUBMIT_THREADS
+    recorded >= MAX_PER_SUBMIT || threads >= submit_threads()
 }
 
 /// Bytes of kernel parameters one batch can hold: [`MAX_PER_SUBMIT`] blocks of at most

@@ -32,7 +32,9 @@
 //! `LAZULI_MATMUL_SPLIT_K=0` turns the K split off (to measure it);
 //! `LAZULI_GPU_MAX_WORKGROUPS=n` plans every dispatch as if the adapter allowed at most
 //! `n` workgroups per grid dimension (for testing the paths that split large grids);
-//! `LAZULI_GPU_TIMING=1` times each kernel on the GPU (see [`kernel_times`]).
+//! `LAZULI_GPU_TIMING=1` times each kernel on the GPU (see [`kernel_times`]);
+//! `LAZULI_SUBMIT_THREADS=n` submits a batch once its kernels have `n` threads (default
+//! 2^20; to measure the submit policy).
 
 mod buffer;
 mod context;
