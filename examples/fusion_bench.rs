@@ -160,10 +160,11 @@ fn main() -> lazuli::Result<()> {
             );
             if let Some(k) = kernel_times::measure(&s, o.reps, || f().and_then(|a| a.eval()))? {
                 println!(
-                    "|   fused kernels only | | {} | | | | {:.1} us/eval, busy {:.1} us: {} |",
+                    "|   fused kernels only | | {} | | | | {:.1} us/eval, busy {:.1} us, idle between batches {:.1} us: {} |",
                     show(k.kernels),
                     k.kernels * 1e6,
                     k.busy * 1e6,
+                    k.idle * 1e6,
                     k.list
                 );
             }

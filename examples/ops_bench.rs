@@ -58,11 +58,12 @@ fn row(name: &str, size: &str, value: f64, unit: &str) {
     if let Some((wall, k)) = KERNELS.with(|c| c.borrow_mut().take()) {
         let scaled = if unit == "us" { value * k.kernels / wall } else { value * wall / k.kernels };
         println!(
-            "|   kernels only {:>15} | {:>14} | {scaled:>10.2} | {unit:<7} | {:.1} us/call, busy {:.1} us: {}",
+            "|   kernels only {:>15} | {:>14} | {scaled:>10.2} | {unit:<7} | {:.1} us/call, busy {:.1} us, idle {:.1} us: {}",
             "",
             "",
             k.kernels * 1e6,
             k.busy * 1e6,
+            k.idle * 1e6,
             k.list
         );
     }

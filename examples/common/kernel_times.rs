@@ -10,6 +10,8 @@ pub struct PerCall {
     pub kernels: f64,
     /// From each batch's first kernel start to its last kernel end, summed.
     pub busy: f64,
+    /// Between batches, summed (the GPU's idle time while the calls ran).
+    pub idle: f64,
     /// Each kernel: name, launches per call, microseconds per launch.
     pub list: String,
 }
@@ -38,5 +40,5 @@ pub fn measure(s: &Stream, calls: usize, mut f: impl FnMut() -> Result<()>) -> R
         .collect::<Vec<_>>()
         .join("; ");
     let kernels: f64 = t.kernels.iter().map(|k| k.total.as_secs_f64()).sum();
-    Ok(Some(PerCall { kernels: kernels / n, busy: t.busy.as_secs_f64() / n, list }))
+    Ok(Some(PerCall { kernels: kernels / n, busy: t.busy.as_secs_f64() / n, idle: t.idle.as_secs_f64() / n, list }))
 }

@@ -59,6 +59,10 @@ pub struct KernelTimes {
     /// end, summed: beside the kernels' total, the GPU's idle time between kernels of a
     /// batch.
     pub busy: Duration,
+    /// The GPU's time between batches: from each batch's last kernel end to the next
+    /// batch's first kernel start, summed (batches in the order their timestamps came
+    /// back, which is the queue's). Includes any time the host gave the GPU nothing.
+    pub idle: Duration,
 }
 
 /// One input of a primitive, as the backend sees it.

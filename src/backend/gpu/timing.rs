@@ -49,13 +49,21 @@ fn name_of(pipeline: &wgpu::ComputePipeline) -> Arc<str> {
 
 /// What has been measured since the last [`reset`]. A static: submits on any thread add
 /// to it, and it is never dropped.
-static TOTALS: Mutex<Totals> = Mutex::new(Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0 });
+static TOTALS: Mutex<Totals> = Mutex::new(Totals::EMPTY);
 
 struct Totals {
     /// (name, launches, nanoseconds); few names, so a list.
     kernels: Vec<(Arc<str>, u64, f64)>,
     submits: u64,
     busy_ns: f64,
+    /// GPU ticks between one timed batch's last kernel end and the next one's first
+    /// start, summed; and the last end seen.
+    idle_ticks: u64,
+    last_end: Option<u64>,
+}
+
+impl Totals {
+    const EMPTY: Totals = Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0, idle_ticks: 0, last_end: None };
 }
 
 /// The measured kernel times of the batches submitted so far (waiting for those still
@@ -73,7 +81,8 @@ pub(crate) fn report(ctx: &Context) -> Option<KernelTimes> {
         .map(|(name, launches, total)| KernelTime { name: name.to_string(), launches: *launches, total: ns(*total) })
         .collect();
     kernels.sort_by_key(|k| std::cmp::Reverse(k.total));
-    Some(KernelTimes { kernels, submits: t.submits, busy: ns(t.busy_ns) })
+    let idle = ns(t.idle_ticks as f64 * f64::from(ctx.queue.get_timestamp_period()));
+    Some(KernelTimes { kernels, submits: t.submits, busy: ns(t.busy_ns), idle })
 }
 
 /// Forgets what has been measured, batches still running included.
@@ -81,7 +90,7 @@ pub(crate) fn reset() {
     // Dropping a buffer whose map is pending runs its callback with an error: harmless.
     IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner()).clear();
     let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
-    *t = Totals { kernels: Vec::new(), submits: 0, busy_ns: 0.0 };
+    *t = Totals::EMPTY;
 }
 
 /// The timestamps of one batch: two per kernel (start and end of its pass).
@@ -192,6 +201,10 @@ impl Pending {
         let last = ticks.iter().skip(1).step_by(2).max().copied().unwrap_or(0);
         t.submits += 1;
         t.busy_ns += last.saturating_sub(first) as f64 * period;
+        if let Some(prev) = t.last_end {
+            t.idle_ticks += first.saturating_sub(prev);
+        }
+        t.last_end = Some(last);
     }
 }
 
