@@ -2,14 +2,16 @@
 //! branches, no tables, no calls), so a loop over them compiles to vector code at the
 //! width [`super::simd::vectorize`] picks (8 f64 or 16 f32 lanes with AVX-512).
 //!
-//! `exp` computes in f32 (its own doc says why and how accurately). Every other function
-//! widens its f32 argument to f64, evaluates with relative error below
-//! 2^-29 (the ones built on `exp64`: expm1, tanh, sigmoid, pow) or 2^-44 (the log
-//! family, sin, cos), and rounds once to f32. The result is therefore within 0.5 + 2^-5
-//! ulp of the exact value (so at most 1 ulp, what
-//! `tests/suite/cpu_math.rs` checks over the whole f32 range), subnormal results included: the f64 intermediate has the range, and the one
-//! final rounding makes the subnormal or the overflow to infinity. Plain `*` and `+`
-//! (never `mul_add`) keep results identical with and without FMA hardware.
+//! `exp` and `tanh` compute in f32, 16 lanes per vector instead of 8 (through f64 the
+//! exp row ran at 0.7x NumPy and `tanh(exp(a*b+c)*0.5)` at 0.63x); their docs say how they
+//! stay within 1 ulp. Every other function widens its f32 argument to f64, evaluates with
+//! relative error below 2^-29 (the ones built on `exp64`: expm1, sigmoid, pow) or 2^-44
+//! (the log family, sin, cos), and rounds once to f32. The result is therefore within
+//! 0.5 + 2^-5 ulp of the exact value, subnormal results included: the f64 intermediate
+//! has the range, and the one final rounding makes the subnormal or the overflow to
+//! infinity. `tests/suite/cpu_math.rs` checks the 1-ulp bound of every function over the
+//! whole f32 range. Plain `*` and `+` (never `mul_add`) keep results identical with and
+//! without FMA hardware.
 //!
 //! Arguments outside a function's fast range (huge |x| for sin/cos, non-positive or
 //! non-finite bases for pow) give a wrong vector result that the caller replaces with the
@@ -55,8 +57,7 @@ pub(crate) fn exp64(y: f64) -> f64 {
 
 /// `e^y - 1` without cancellation: Taylor to y^10 for |y| < 1/2 (truncation below
 /// 2^-35 relative), `exp64(y) - 1` beyond, where the result is at least 0.39 in magnitude
-/// (so the subtraction at most multiplies `exp64`'s error by 2.6: below 2^-30; `tanh`'s
-/// `m / (m + 2)` at most doubles that).
+/// (so the subtraction at most multiplies `exp64`'s error by 2.6: below 2^-30).
 #[inline(always)]
 fn expm1_64(y: f64) -> f64 {
     // y * (1 + y * ...) keeps the sign of a zero (y + y * (y * ...) would not: -0 * -0 is +0).
@@ -112,32 +113,40 @@ fn log64(y: f64) -> f64 {
     k * LN2 + (2.0 * s + 2.0 * s * (z * series))
 }
 
+// f32 `e^r` pieces shared by `exp` and `tanh`.
+const SHIFT32: f32 = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer.
+// 0.693359375, 9 significant bits: n * LN2_HI32 is exact for |n| < 2^15.
+const LN2_HI32: f32 = f32::from_bits(0x3f31_8000);
+const LN2_LO32: f32 = -2.121_944_4e-4; // ln 2 - LN2_HI32
+/// Cephes' `expf` polynomial: e^r ~ 1 + r + r^2 P(r) for |r| <= ln2/2.
+const EXP_P32: [f32; 6] = [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5];
+
+/// 2^k for -127 < k < 128, built in the exponent bits. Wrapping: a NaN's `n` is nonsense,
+/// and its other factors are NaN anyway.
+#[inline(always)]
+fn pow2_32(k: i32) -> f32 {
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
 /// `e^x` in f32 arithmetic, so a vector holds 16 lanes with AVX-512 instead of `exp64`'s 8
 /// (the exp row ran at 0.7x NumPy's SVML through `exp64`). Cephes' `expf`: `x = n ln2 + r`
-/// with ln 2 split so `n * C1` is exact, `e^r` by a degree-7 polynomial (at most 0.991
+/// with ln 2 split so `n * LN2_HI32` is exact, `e^r` by a degree-7 polynomial (at most 0.991
 /// ulp over every f32 argument, checked exhaustively against f64 when this was written;
 /// `tests/suite/cpu_math.rs` checks the 1-ulp bound on a sample of the range), scaled by
 /// 2^n in two halves, so that each factor is a normal number and only the last product
 /// rounds (subnormal results and overflow to infinity included).
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
-    const SHIFT: f32 = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer.
-    // 0.693359375, 9 significant bits: n * C1 is exact for |n| < 2^15.
-    const C1: f32 = f32::from_bits(0x3f31_8000);
-    const C2: f32 = -2.121_944_4e-4; // ln 2 - C1
     // Beyond these e^x is 0 or infinity in f32 (2^-150 and 2^128); NaN stays NaN.
     let x = x.clamp(-104.0, 89.0);
-    let big = x * std::f32::consts::LOG2_E + SHIFT;
-    let n = big - SHIFT;
-    let r = (x - n * C1) - n * C2;
-    let p = horner32(r, &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5]);
-    let e = r * r * p + r + 1.0;
+    let big = x * std::f32::consts::LOG2_E + SHIFT32;
+    let n = big - SHIFT32;
+    let r = (x - n * LN2_HI32) - n * LN2_LO32;
+    let e = r * r * horner32(r, &EXP_P32) + r + 1.0;
     // The low mantissa bits of `big` hold n (|n| <= 150); 2^n as 2^h * 2^(n - h).
-    // Wrapping: a NaN's bits make nonsense here, and its `e` is NaN anyway.
-    let n = (big.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
+    let n = (big.to_bits() as i32).wrapping_sub(SHIFT32.to_bits() as i32);
     let h = n >> 1;
-    let pow2 = |k: i32| f32::from_bits((k.wrapping_add(127) as u32) << 23);
-    e * pow2(h) * pow2(n.wrapping_sub(h))
+    e * pow2_32(h) * pow2_32(n.wrapping_sub(h))
 }
 
 /// Horner's scheme in f32, highest coefficient first.
@@ -156,11 +165,54 @@ pub(crate) fn expm1(x: f32) -> f32 {
     expm1_64(x as f64) as f32
 }
 
-/// `tanh x = m / (m + 2)`, m = e^(2x) - 1: ±1 in the limits, odd, exact sign of zero.
+/// tanh a ~ a + a^3 P(a^2) for 0 <= a < 0.55: minimax (relative error of tanh below
+/// 2^-29 with these f32 coefficients).
+const TANH_P32: [f32; 5] = [-0.006_242_849_4, 0.021_050_714, -0.053_847_548, 0.133_325_44, -0.333_333_16];
+
+/// `tanh x` in f32 arithmetic, 16 lanes per AVX-512 vector (through `expm1_64` in f64 the
+/// CPU's `tanh(exp(a*b+c)*0.5)` ran at 0.63x NumPy). At most 0.7782 ulp (at 0.89384913) over
+/// every f32 argument, checked exhaustively against f64 when this was written. Both forms
+/// below are computed for `a = |x|` and one selected; x's sign is then copied on, so ±0
+/// keep theirs, ±inf give ±1 and NaN stays NaN.
+///
+/// - a < 0.55 (tanh < 1/2): `a + a (z P(z))`, z = a².
+/// - a >= 0.55: `1 - q`, q = 2 / (e^(2a) + 1) <= 1/2. q's ulp is up to half the result's,
+///   so each rounding of q costs up to 1/4 ulp on top of the final 1/2 (Cephes' form,
+///   which rounds every step, reached 1.33 ulp at 0.628), so the steps are compensated.
+///   With `2a = n ln2 + r`, `e^(2a) + 1 = 2^n D`, `D = (1 + 2^-n + r_hi) + (r_lo + e^r - 1 - r)`:
+///   the first sum is exact (2a >= 1.1, so r_hi = 2a - n LN2_HI32 and 1 + 2^-n fit one
+///   f32 together), adding the small rest rounds with its error kept (Fast2Sum), q is
+///   corrected to first order for that error, and `1 - q` is split into its rounded value
+///   and exact remainder. Only the division and the last addition round at full weight.
+///   2a is clamped to 20, where tanh has rounded to 1 (beyond 9.01) and 2^-n is normal.
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
-    let m = expm1_64(2.0 * x as f64);
-    (m / (m + 2.0)) as f32
+    let a = x.abs();
+    let z = a * a;
+    let small = a + a * (z * horner32(z, &TANH_P32));
+    // The comparison is false for NaN, which stays NaN.
+    let y = if a > 10.0 { 20.0 } else { a + a };
+    let big = y * std::f32::consts::LOG2_E + SHIFT32;
+    let nf = big - SHIFT32;
+    let r_hi = y - nf * LN2_HI32; // exact
+    let r_lo = nf * -LN2_LO32;
+    let r = r_hi + r_lo;
+    let t = r * r * horner32(r, &EXP_P32); // e^r - 1 - r
+    let n = (big.to_bits() as i32).wrapping_sub(SHIFT32.to_bits() as i32);
+    let p = pow2_32(-n);
+    // Exact for 1 <= y < 16 (n <= 23); beyond, q < 2^-22 and its rounding is negligible.
+    let h0 = (1.0 + p) + r_hi;
+    let l0 = r_lo + t;
+    let d = h0 + l0;
+    let d_lo = l0 - (d - h0); // D = d + d_lo (Fast2Sum: |h0| >= |l0|)
+    let w = 1.0 / d;
+    let q = (p + p) * w; // 2^(1-n) / d, exactly w scaled
+    let q_fix = q * d_lo * w; // q - 2^(1-n) / D, to first order
+    let h = 1.0 - q;
+    let h_lo = (1.0 - h) - q; // 1 - q = h + h_lo (Fast2Sum)
+    let large = h + (h_lo + q_fix);
+    let v = if a < 0.55 { small } else { large };
+    v.copysign(x)
 }
 
 /// `1 / (1 + e^-x)` (no cancellation in f64 for any x).
