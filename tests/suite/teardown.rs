@@ -13,8 +13,13 @@ fn example() -> PathBuf {
     let path = dir.join(format!("teardown{}", std::env::consts::EXE_SUFFIX));
     if !path.exists() {
         // `cargo test` builds examples, but `cargo test --test teardown` does not.
+        // Built in this test binary's profile, where `path` looks for it.
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo).args(["build", "--example", "teardown"]).status().is_ok_and(|s| s.success());
+        let mut args = vec!["build", "--example", "teardown"];
+        if dir.parent().is_some_and(|p| p.ends_with("release")) {
+            args.push("--release");
+        }
+        let ok = Command::new(cargo).args(&args).status().is_ok_and(|s| s.success());
         assert!(ok && path.exists(), "could not build {}", path.display());
     }
     path
