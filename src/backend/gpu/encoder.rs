@@ -144,7 +144,11 @@ impl Batch {
             self.arena = Some(ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("lazuli params"),
                 size: ARENA_BYTES,
-                usage: wgpu::BufferUsages::STORAGE,
+                usage: if ctx.mapped_params {
+                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::MAP_WRITE
+                } else {
+                    wgpu::BufferUsages::STORAGE
+                },
                 mapped_at_creation: true,
             }));
             self.used = 0;
