@@ -461,14 +461,15 @@ impl Trace {
         // Only the outputs (and the graph under them) held, as in an eval of a call's
         // results: the pass reads extra holders as user handles.
         drop(vals);
-        let order = crate::eval::topo_order(&outputs.iter().collect::<Vec<_>>());
+        let roots: Vec<&Array> = outputs.iter().collect();
+        let order = crate::eval::topo_order(&roots);
         let step_of = |a: &Array| match refs.get(&a.ptr()) {
             Some(&Ref::Step(k)) => Some(k),
             _ => None,
         };
         let mut calls = Vec::new();
         let mut regions = 0;
-        for p in crate::fusion::plan(order) {
+        for p in crate::fusion::plan(order, &roots) {
             let r = match p {
                 Plan::Node(w) => {
                     if let Some(k) = w.upgrade().and_then(|n| step_of(&Array(n))) {

@@ -82,7 +82,7 @@ pub fn eval(outputs: &[&Array]) -> Result<()> {
     let _guard = WorkGuard::enter()?;
     let order = topo_order(outputs);
     if crate::fusion::enabled() {
-        for step in fusion::plan(order) {
+        for step in fusion::plan(order, outputs) {
             match step {
                 Plan::Node(w) => {
                     if let Some(node) = w.upgrade() {

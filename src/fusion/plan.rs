@@ -58,8 +58,9 @@ pub(crate) enum Plan {
 }
 
 /// Groups the pending nodes of `order` (inputs before users) into regions where their
-/// backends fuse; the result keeps the order's dependencies.
-pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
+/// backends fuse; the result keeps the order's dependencies. `outputs` are what the
+/// order was made for: they are always run.
+pub(crate) fn plan(order: Vec<Weak<Node>>, outputs: &[&Array]) -> Vec<Plan> {
     let consumers = consumers(&order);
     // Sized once: most nodes of a fusing eval end up taken.
     let mut taken: HashSet<*const Node> = HashSet::with_capacity(order.len());
@@ -94,13 +95,15 @@ pub(crate) fn plan(order: Vec<Weak<Node>>) -> Vec<Plan> {
     // A constant that only regions of this eval read, and that nothing else holds (no
     // user handle, no node outside the eval), is not run: every reader has its value
     // in its kernel, and a fill per constant per eval cost an H100 5 us of GPU time each
-    // (BENCHMARKS.md, session 15). It stays pending and goes with its readers.
-    for w in &order {
+    // (BENCHMARKS.md, session 15). It stays pending and goes with its readers. An output
+    // is never left out, whatever the counts say (another thread's eval can change them).
+    for w in order.iter().filter(|_| !folded.is_empty()) {
         let Some(node) = w.upgrade() else { continue };
         let ptr = Arc::as_ptr(&node);
         if let (Some(&(slots, holders)), Some(&readers)) = (folded.get(&ptr), consumers.get(&ptr))
             && slots == readers
             && Arc::strong_count(&node) == readers + holders + 1
+            && !outputs.iter().any(|o| o.ptr() == ptr)
         {
             taken.insert(ptr);
         }
@@ -138,7 +141,7 @@ fn consumers(order: &[Weak<Node>]) -> HashMap<*const Node, usize> {
 /// running anything: for tests, and for backend authors checking their code generator.
 pub fn programs(outputs: &[&Array]) -> Vec<Program> {
     let order = crate::eval::topo_order(outputs);
-    plan(order)
+    plan(order, outputs)
         .into_iter()
         .filter_map(|p| match p {
             Plan::Region(r) => Some(r.program),

@@ -88,7 +88,7 @@ fn folded_constants_run_only_when_needed() {
                 let z = (&x + &c)?.exp()?;
                 lazuli::eval(&[&z, &c])?;
                 assert_eq!(c.item::<f32>()?, 0.25, "{d}");
-                // Held, not asked for: computed when read.
+                // Held by the caller, not asked for: run with the eval all the same.
                 let k = lazuli::full(&[], 3.0, DType::F32)?;
                 let w = (&x * &k)?.neg()?;
                 w.eval()?;

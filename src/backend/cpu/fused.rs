@@ -204,6 +204,10 @@ fn drive<T: Send + Copy + Default>(
     extras: Vec<Vec<Dst<'_>>>,
 ) -> Result<Vec<T>> {
     let task = CHUNK * TASK_CHUNKS;
+    // Every task must run for `set_len` below to be sound: `zip` stops at the shorter side.
+    if extras.len() != n.div_ceil(task) {
+        return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
+    }
     let mut out: Vec<T> = Vec::with_capacity(n);
     let run = |(t, (o, mut ex)): (usize, (&mut [MaybeUninit<T>], Vec<Dst<'_>>))| -> Result<()> {
         let mut scratch = cx.scratch();
