@@ -60,8 +60,9 @@ pub struct KernelTimes {
     /// batch.
     pub busy: Duration,
     /// The GPU's time between batches: from each batch's last kernel end to the next
-    /// batch's first kernel start, summed (batches in the order their timestamps came
-    /// back, which is the queue's). Includes any time the host gave the GPU nothing.
+    /// batch's first kernel start, summed (batches in the order they ran; one of another
+    /// stream that comes back late adds nothing). Includes any time the host gave the GPU
+    /// nothing.
     pub idle: Duration,
 }
 

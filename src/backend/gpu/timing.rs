@@ -11,7 +11,7 @@
 //! kernels' durations are what they would be untimed. Copies are not timed (only kernels).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -157,83 +157,116 @@ pub(crate) struct Pending {
     names: Vec<Arc<str>>,
 }
 
-/// Submitted batches' timestamps whose read-back has not been added to [`TOTALS`] yet,
-/// each with the flag its map callback sets. A static, never dropped: the callbacks own
-/// their flags, so one that fires at exit touches nothing freed. Lock order: this, then
-/// [`TOTALS`].
-static IN_FLIGHT: Mutex<VecDeque<(Pending, Arc<AtomicBool>)>> = Mutex::new(VecDeque::new());
+/// Where a batch's timestamp read-back is: its map callback sets [`MAPPED`] or [`FAILED`]
+/// (after a device loss, say: the batch is then dropped, not waited for).
+const WAITING: u8 = 0;
+const MAPPED: u8 = 1;
+const FAILED: u8 = 2;
+
+/// One queued read-back: the batch, its map state, and its place in submission order.
+struct Queued {
+    batch: Pending,
+    state: Arc<AtomicU8>,
+    seq: u64,
+}
+
+/// Submitted batches' timestamps not yet added to [`TOTALS`]. A static, never dropped:
+/// the map callbacks own their states, so one that fires at exit touches nothing freed.
+/// Lock order: this, then [`TOTALS`].
+static IN_FLIGHT: Mutex<VecDeque<Queued>> = Mutex::new(VecDeque::new());
+
+/// The next [`Queued::seq`].
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl Pending {
     /// Called once the batch is submitted: asks for the timestamps (they map when the
     /// batch is done) and adds those of earlier batches that have come back. Nothing
     /// waits here, so the GPU runs as it would untimed.
     pub(crate) fn submitted(self, ctx: &Context) {
-        let mapped = Arc::new(AtomicBool::new(false));
-        let flag = mapped.clone();
-        self.read.slice(..).map_async(wgpu::MapMode::Read, move |r| flag.store(r.is_ok(), Ordering::Release));
+        let state = Arc::new(AtomicU8::new(WAITING));
+        let flag = state.clone();
+        self.read.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            flag.store(if r.is_ok() { MAPPED } else { FAILED }, Ordering::Release)
+        });
         let mut q = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
-        q.push_back((self, mapped));
+        q.push_back(Queued { batch: self, state, seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed) });
         harvest(ctx, &mut q);
     }
 
-    /// Adds each kernel's duration to `t`.
-    fn add_to(self, ctx: &Context, t: &mut Totals) {
+    /// The batch's timestamps (start and end of each kernel, in ticks).
+    fn ticks(self) -> Option<(Vec<Arc<str>>, Vec<u64>)> {
         let ticks: Vec<u64> = match self.read.slice(..).get_mapped_range() {
             Ok(view) => bytemuck::pod_collect_to_vec(&view),
             Err(e) => {
                 log::warn!("gpu timing: a batch's timestamps could not be read ({e})");
-                return;
+                return None;
             }
         };
         self.read.unmap();
-        let period = f64::from(ctx.queue.get_timestamp_period());
-        for (name, pair) in self.names.into_iter().zip(ticks.chunks_exact(2)) {
+        Some((self.names, ticks))
+    }
+}
+
+impl Totals {
+    /// Adds one batch's kernels, its busy span and the idle time since the batch before.
+    fn add(&mut self, names: Vec<Arc<str>>, ticks: &[u64], period: f64) {
+        for (name, pair) in names.into_iter().zip(ticks.chunks_exact(2)) {
             let ns = pair[1].saturating_sub(pair[0]) as f64 * period;
-            match t.kernels.iter_mut().find(|k| k.0 == name) {
+            match self.kernels.iter_mut().find(|k| k.0 == name) {
                 Some(k) => {
                     k.1 += 1;
                     k.2 += ns;
                 }
-                None => t.kernels.push((name, 1, ns)),
+                None => self.kernels.push((name, 1, ns)),
             }
         }
         let first = ticks.iter().step_by(2).min().copied().unwrap_or(0);
         let last = ticks.iter().skip(1).step_by(2).max().copied().unwrap_or(0);
-        t.submits += 1;
-        t.busy_ns += last.saturating_sub(first) as f64 * period;
-        if let Some(prev) = t.last_end {
-            t.idle_ticks += first.saturating_sub(prev);
+        self.submits += 1;
+        self.busy_ns += last.saturating_sub(first) as f64 * period;
+        // A batch of another lane can come back out of queue order: it adds no idle time
+        // and does not move the last end back.
+        if let Some(prev) = self.last_end {
+            self.idle_ticks += first.saturating_sub(prev);
         }
-        t.last_end = Some(last);
+        self.last_end = Some(self.last_end.map_or(last, |prev| prev.max(last)));
     }
 }
 
-/// Adds the timestamps that have come back to the totals; the others stay queued.
-fn harvest(ctx: &Context, q: &mut VecDeque<(Pending, Arc<AtomicBool>)>) {
-    if !q.iter().any(|(_, f)| f.load(Ordering::Acquire)) {
+/// Adds the timestamps that have come back to the totals (in the order the batches ran)
+/// and drops failed read-backs; the others stay queued.
+fn harvest(ctx: &Context, q: &mut VecDeque<Queued>) {
+    if q.iter().all(|e| e.state.load(Ordering::Acquire) == WAITING) {
         return;
     }
-    let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut done = Vec::new();
     let mut left = VecDeque::with_capacity(q.len());
-    for (p, flag) in q.drain(..) {
-        if flag.load(Ordering::Acquire) {
-            p.add_to(ctx, &mut t);
-        } else {
-            left.push_back((p, flag));
+    for e in q.drain(..) {
+        match e.state.load(Ordering::Acquire) {
+            MAPPED => done.extend(e.batch.ticks()),
+            FAILED => log::debug!("gpu timing: a batch's timestamps did not map; left out"),
+            _ => left.push_back(e),
         }
     }
     *q = left;
+    done.sort_by_key(|(_, ticks)| ticks.first().copied().unwrap_or(0));
+    let period = f64::from(ctx.queue.get_timestamp_period());
+    let mut t = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    for (names, ticks) in done {
+        t.add(names, &ticks, period);
+    }
 }
 
-/// Waits (bounded by the GPU timeout) until every submitted batch's timestamps are in
-/// the totals.
+/// Waits (bounded by the GPU timeout) until the timestamps of every batch submitted
+/// before the call are in the totals (or failed); later submissions are not waited for.
 fn harvest_all(ctx: &Context) {
+    let upto = NEXT_SEQ.load(Ordering::Relaxed);
     let deadline = Instant::now() + super::encoder::timeout();
     loop {
         {
             let mut q = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
             harvest(ctx, &mut q);
-            if q.is_empty() {
+            if q.iter().all(|e| e.seq >= upto) {
                 return;
             }
         }
