@@ -21,12 +21,6 @@ pub(crate) struct Context {
     /// Cooperative matrices (16x16x16, f16 in, f32 accumulate) on 32-wide subgroups were
     /// granted: the tensor-core f16 matmul can run.
     pub(crate) has_coop: bool,
-    /// The adapter granted buffers that are both mappable and storage (and
-    /// `LAZULI_MAPPED_PARAMS` is not `0`): each batch's parameter block is written in
-    /// place, without the staging copy wgpu otherwise adds to every submit. On an H100
-    /// that cut the GPU's idle time per submit from 30.6 to 26.5 us and a tiny read-back
-    /// by about 10 us (BENCHMARKS.md, session 15).
-    pub(crate) mapped_params: bool,
     /// Timestamp queries were asked for (`LAZULI_GPU_TIMING=1`) and granted: kernels are
     /// timed (see `timing`).
     pub(crate) timing: bool,
@@ -120,11 +114,6 @@ fn init() -> std::result::Result<Context, String> {
     if coop {
         features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
     }
-    if std::env::var("LAZULI_MAPPED_PARAMS").map_or(true, |v| v != "0")
-        && adapter.features().contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
-    {
-        features |= wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
-    }
     if super::timing::wanted() {
         if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             features |= wgpu::Features::TIMESTAMP_QUERY;
@@ -169,7 +158,6 @@ fn init() -> std::result::Result<Context, String> {
         has_f16: features.contains(wgpu::Features::SHADER_F16),
         has_coop: coop,
         timing: features.contains(wgpu::Features::TIMESTAMP_QUERY),
-        mapped_params: features.contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
         description: format!("{} ({:?})", info.name, info.backend),
         info,
         limits,

@@ -108,7 +108,10 @@ struct Batch {
     /// arena written with `Queue::write_buffer` per submit was tried and reverted: on an
     /// H200, after a loop of tiny read-backs and a 256 MB transfer, every submit and
     /// poll then took about 2 ms, and a synchronized 1024^3 matmul ran at 0.66 TFLOP/s
-    /// instead of 15-17.)
+    /// instead of 15-17. A mappable arena per batch, `MAPPABLE_PRIMARY_BUFFERS`, written in
+    /// place without wgpu's staging copy, saved 4 us of GPU idle per submit on an H100 but
+    /// showed the same collapse after the 256 MB transfer: 0.63 TFLOP/s; reverted too,
+    /// BENCHMARKS.md session 15.)
     arena: Option<wgpu::Buffer>,
     /// Bytes of `arena` written so far.
     used: u64,
@@ -144,11 +147,7 @@ impl Batch {
             self.arena = Some(ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("lazuli params"),
                 size: ARENA_BYTES,
-                usage: if ctx.mapped_params {
-                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::MAP_WRITE
-                } else {
-                    wgpu::BufferUsages::STORAGE
-                },
+                usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: true,
             }));
             self.used = 0;

@@ -34,9 +34,7 @@
 //! `n` workgroups per grid dimension (for testing the paths that split large grids);
 //! `LAZULI_GPU_TIMING=1` times each kernel on the GPU (see [`kernel_times`]);
 //! `LAZULI_SUBMIT_THREADS=n` submits a batch once its kernels have `n` threads (default
-//! 2^20; to measure the submit policy); `LAZULI_MAPPED_PARAMS=0` keeps kernel parameters
-//! in a storage-only buffer copied in at each submit, as on adapters without
-//! `MAPPABLE_PRIMARY_BUFFERS` (by default they are written in place where it is offered).
+//! 2^20; to measure the submit policy).
 
 mod buffer;
 mod context;
@@ -81,22 +79,20 @@ pub fn backend(index: u32) -> Result<Arc<dyn Backend>> {
 }
 
 /// One line about the adapter `gpu(0)` uses: name, backend, type, driver, f16 and
-/// cooperative-matrix (tensor-core f16 matmul) support, and "mapped params" where kernel
-/// parameters are written in place (`MAPPABLE_PRIMARY_BUFFERS`).
+/// cooperative-matrix (tensor-core f16 matmul) support.
 /// `Err` when there is none (the same error `Device::gpu(0)` gives).
 pub fn adapter_summary() -> Result<String> {
     let c = context::context()?;
     let i = &c.info;
     Ok(format!(
-        "{} ({:?}, {:?}, driver {} {}){}{}{}",
+        "{} ({:?}, {:?}, driver {} {}){}{}",
         i.name,
         i.backend,
         i.device_type,
         i.driver,
         i.driver_info,
         if c.has_f16 { ", f16" } else { "" },
-        if c.has_coop { ", coop-matrix" } else { "" },
-        if c.mapped_params { ", mapped params" } else { "" }
+        if c.has_coop { ", coop-matrix" } else { "" }
     ))
 }
 
