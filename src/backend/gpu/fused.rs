@@ -745,51 +745,80 @@ fn fill(
 /// that changes structure every call must not grow memory without bound).
 const CACHE_CAP: usize = 256;
 
+/// Pipelines by key; beyond [`CACHE_CAP`] the least recently used goes.
+struct Kept<K>(HashMap<K, (wgpu::ComputePipeline, u64)>);
+
+impl<K: Clone + Eq + std::hash::Hash> Kept<K> {
+    /// The pipeline kept for `key`, marked used at `now`.
+    fn get<Q: Eq + std::hash::Hash + ?Sized>(&mut self, key: &Q, now: u64) -> Option<wgpu::ComputePipeline>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        let (p, used) = self.0.get_mut(key)?;
+        *used = now;
+        Some(p.clone())
+    }
+
+    /// Keeps `p` for `key`, used at `now`, first dropping the least recently used entry
+    /// if the map is full.
+    fn insert(&mut self, key: K, p: wgpu::ComputePipeline, now: u64) {
+        if self.0.len() >= CACHE_CAP
+            && let Some(oldest) = self.0.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
+        {
+            self.0.remove(&oldest);
+            log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
+        }
+        self.0.insert(key, (p, now));
+    }
+}
+
 struct Cache {
     /// By kernel text: programs that differ only in what the text does not show (sizes,
     /// constant values) share a kernel.
-    pipelines: HashMap<String, (wgpu::ComputePipeline, u64)>,
+    pipelines: Kept<String>,
     /// By program: a program that ran before finds its kernel without generating the
     /// text, which cost about 50 us per eval for layer_norm's row kernel on the 2-core
     /// development machine (more than planning the eval took).
-    programs: HashMap<Program, (wgpu::ComputePipeline, u64)>,
+    programs: Kept<Program>,
+    /// Counts lookups: the "used" stamp of both maps.
     clock: u64,
 }
 
-fn cache() -> &'static Mutex<Cache> {
-    // Leaked with the device that owns the pipelines (as pipeline.rs's cache).
-    static C: OnceLock<&'static Mutex<Cache>> = OnceLock::new();
-    C.get_or_init(|| {
-        Box::leak(Box::new(Mutex::new(Cache { pipelines: HashMap::new(), programs: HashMap::new(), clock: 0 })))
-    })
+impl Cache {
+    /// The next "used" stamp.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
 }
 
-/// Drops the least recently used entry of `map` if it holds [`CACHE_CAP`].
-fn make_room<K: Clone + Eq + std::hash::Hash>(map: &mut HashMap<K, (wgpu::ComputePipeline, u64)>) {
-    if map.len() >= CACHE_CAP
-        && let Some(oldest) = map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
-    {
-        map.remove(&oldest);
-        log::debug!("gpu: fused-kernel cache full ({CACHE_CAP}); dropped the least recently used");
-    }
+/// The cache, locked.
+fn cache() -> std::sync::MutexGuard<'static, Cache> {
+    // Leaked with the device that owns the pipelines (as pipeline.rs's cache).
+    static C: OnceLock<&'static Mutex<Cache>> = OnceLock::new();
+    let c = C.get_or_init(|| {
+        Box::leak(Box::new(Mutex::new(Cache {
+            pipelines: Kept(HashMap::new()),
+            programs: Kept(HashMap::new()),
+            clock: 0,
+        })))
+    });
+    c.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The pipeline of `p`'s kernel: by the program if it ran before, else by its text.
 fn program_pipeline(ctx: &Context, p: &Program) -> Result<wgpu::ComputePipeline> {
     {
-        let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-        c.clock += 1;
-        let now = c.clock;
-        if let Some((pipeline, used)) = c.programs.get_mut(p) {
-            *used = now;
-            return Ok(pipeline.clone());
+        let mut c = cache();
+        let now = c.tick();
+        if let Some(found) = c.programs.get(p, now) {
+            return Ok(found);
         }
     }
     let pipeline = pipeline(ctx, &kernel(p)?)?;
-    let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-    make_room(&mut c.programs);
+    let mut c = cache();
     let now = c.clock;
-    c.programs.insert(p.clone(), (pipeline.clone(), now));
+    c.programs.insert(p.clone(), pipeline.clone(), now);
     Ok(pipeline)
 }
 
@@ -797,12 +826,10 @@ fn program_pipeline(ctx: &Context, p: &Program) -> Result<wgpu::ComputePipeline>
 /// library on first use.
 fn pipeline(ctx: &Context, key: &str) -> Result<wgpu::ComputePipeline> {
     {
-        let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-        c.clock += 1;
-        let now = c.clock;
-        if let Some((p, used)) = c.pipelines.get_mut(key) {
-            *used = now;
-            return Ok(p.clone());
+        let mut c = cache();
+        let now = c.tick();
+        if let Some(found) = c.pipelines.get(key, now) {
+            return Ok(found);
         }
     }
     // Compiled outside the lock: other threads' cached kernels need not wait for it.
@@ -830,9 +857,8 @@ fn pipeline(ctx: &Context, key: &str) -> Result<wgpu::ComputePipeline> {
         key.hash(&mut h);
         format!("fused#{:08x}", h.finish() as u32)
     });
-    let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
-    make_room(&mut c.pipelines);
+    let mut c = cache();
     let now = c.clock;
-    c.pipelines.insert(key.to_string(), (p.clone(), now));
+    c.pipelines.insert(key.to_string(), p.clone(), now);
     Ok(p)
 }
