@@ -12,6 +12,8 @@ fn without_the_gpu_feature_the_gpu_is_a_clear_device_error() {
         }
     }
     assert!(matches!(lazuli::backend::gpu::adapter_summary(), Err(Error::Device(_))));
+    assert!(matches!(lazuli::backend::gpu::kernel_times(), Err(Error::Device(_))));
+    lazuli::backend::gpu::reset_kernel_times();
     assert!(!lazuli::backend::gpu::is_software_adapter());
     // The CPU works as ever.
     let a = Array::from_slice(&[1.0f32, 4.0], &[2]).unwrap();
