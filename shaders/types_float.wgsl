@@ -239,23 +239,25 @@ fn atan2_f32(y0: f32, x0: f32) -> f32 {
     return atan2(y, x);
 }
 
-// tanh from expm1: expm1(2x) / (expm1(2x) + 2) below 1 (no cancellation, so tiny
-// arguments give x, where the driver's (e^2x - 1) / (e^2x + 1) gave 3e-8 for 1e-30);
-// 1 - 2 / (e^2|x| + 1) beyond, whose limit is exactly 1 where e^2|x| overflows.
+// tanh without branches: both forms are computed for a = |x| and one selected, because
+// arguments on both sides of 0.55 in one warp ran both branches of the former expm1 form
+// (gelu's fused kernel on an H100 moved 2372 GB/s against the chain's 2796, BENCHMARKS.md
+// session 15).
+// - a < 0.55: a + a^3 P(a^2), the CPU's minimax coefficients (`TANH_P32` in
+//   src/backend/cpu/math.rs); tiny arguments give x (a^3 underflows), ±0 keep their sign.
+// - beyond: 1 - 2 / (e^2a + 1) <= 1/2 cancels at most one bit, and its limit is exactly 1
+//   where e^2a overflows. NaN fails the comparison and stays NaN through this side.
 fn tanh_f32(x: f32) -> f32 {
-    if f32_is_nan(x) { return x; }
     let a = abs(x);
-    // Below 2^-12, tanh(x) rounds to x (x^3 / 3 is under half an ulp), and em / 2 below
-    // would be subnormal for x near the smallest normal.
-    if a < 2.4414062e-4 { return x; }
-    var t: f32;
-    if a < 1.0 {
-        let em = expm1_f32(2.0 * a);
-        t = em / (em + 2.0);
-    } else {
-        t = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
-    }
-    return copysign_f32(t, x);
+    let z = a * a;
+    var p = -0.0062428494;
+    p = p * z + 0.021050714;
+    p = p * z - 0.053847548;
+    p = p * z + 0.13332544;
+    p = p * z - 0.33333316;
+    let small = a + a * (z * p);
+    let large = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+    return copysign_f32(select(large, small, a < 0.55), x);
 }
 
 // Bits of 2/pi, most significant first: enough for the largest f32 exponent plus a

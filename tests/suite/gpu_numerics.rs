@@ -264,6 +264,23 @@ fn integer_scatter_add_wraps() {
     assert_eq!(got, vec![1, 8, 2], "u32 scatter_add");
 }
 
+/// tanh's two forms meet at 0.55: a sweep of magnitudes from 1e-8 to 40, both signs, with
+/// the points next to the switch, within the same bound as the unfused op's other tests.
+#[test]
+fn tanh_over_its_range() {
+    if !gpu_available() {
+        return;
+    }
+    let mut x: Vec<f32> = (0..4000).map(|i| 1e-8f32 * 10f32.powf(i as f32 * 9.6 / 4000.0)).collect();
+    let edge = 0.55f32;
+    x.extend((-64..64).map(|k| f32::from_bits((edge.to_bits() as i32 + k) as u32)));
+    let neg: Vec<f32> = x.iter().map(|v| -v).collect();
+    x.extend(neg);
+    let want: Vec<f32> = x.iter().map(|&v| (v as f64).tanh() as f32).collect();
+    let got: Vec<f32> = gpu(|| arr(&x).tanh());
+    assert_close("tanh", &got, &want, 2e-6, 0.0);
+}
+
 #[test]
 fn small_and_subnormal_arguments() {
     if !gpu_available() {
