@@ -3,8 +3,9 @@
 //! Each stream records into the command encoder of its own [`Lane`]; a lane's batch is
 //! submitted when it reaches [`MAX_PER_SUBMIT`] commands, when its kernels add up to
 //! [`SUBMIT_THREADS`] threads (large kernels start at once instead of waiting behind the
-//! host's recording of the next ones), or when someone needs its results (a read-back
-//! of an array it wrote, `synchronize` on the stream), and at most
+//! host's recording of the next ones) unless the GPU already has one of the lane's
+//! submissions queued behind the one it runs (see [`submit_now`]), or when someone needs
+//! its results (a read-back of an array it wrote, `synchronize` on the stream), and at most
 //! [`MAX_IN_FLIGHT`] of its submissions are outstanding (the oldest is waited for
 //! first), so the queue cannot grow without bound. A read-back or `synchronize` on one
 //! stream submits that stream's lane only: another stream's recorded work stays in its
@@ -55,9 +56,26 @@ fn submit_threads() -> u64 {
 }
 
 /// Whether a batch of `recorded` commands whose kernels have `threads` threads in all is
-/// submitted now.
-fn submit_now(recorded: usize, threads: u64) -> bool {
-    recorded >= MAX_PER_SUBMIT || threads >= submit_threads()
+/// submitted now; `queued()` says whether the GPU already has one of the lane's
+/// submissions waiting behind the one it runs (asked only for a batch past
+/// [`submit_threads`]).
+///
+/// A large batch is held while one is queued: the GPU has that submission's work ahead of
+/// it, the next command recorded asks again, and the batch then goes with whatever joined
+/// it. Every submission costs the GPU about 31 us of idle time on an H100 (wgpu makes each
+/// wait for the previous one's semaphore; BENCHMARKS.md, session 15), 7-12% of a fused
+/// 64M-element kernel, so when the host runs ahead, evaluations share submits. Holding
+/// only behind a queued submission keeps the GPU fed: a fixed larger threshold saved the
+/// same on the chain but held row kernels back from an idle GPU (softmax -3 to -13%).
+fn submit_now(recorded: usize, threads: u64, queued: impl FnOnce() -> bool) -> bool {
+    recorded >= MAX_PER_SUBMIT || (threads >= submit_threads() && !(hold() && queued()))
+}
+
+/// Whether large batches may be held behind a queued submission ([`submit_now`]); set
+/// `LAZULI_SUBMIT_HOLD=0` to submit each at once (to measure the policy).
+fn hold() -> bool {
+    static H: OnceLock<bool> = OnceLock::new();
+    *H.get_or_init(|| std::env::var("LAZULI_SUBMIT_HOLD").map_or(true, |v| v != "0"))
 }
 
 /// Bytes of kernel parameters one batch can hold: [`MAX_PER_SUBMIT`] blocks of at most
@@ -242,7 +260,7 @@ pub(crate) fn record(
     // clean to the pool while it still holds that command.
     b.count(lane);
     ctx.check().map_err(|e| Error::Gpu(format!("{what}: {e}")))?;
-    if submit_now(b.recorded, b.threads) {
+    if submit_now(b.recorded, b.threads, || queued(ctx, &b)) {
         submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
@@ -259,6 +277,14 @@ pub(crate) fn flush(lane: Lane) -> Result<Option<wgpu::SubmissionIndex>> {
 /// Submits `lane`'s batch, if it has one.
 fn submit(lane: Lane) -> Result<()> {
     flush(lane).map(drop)
+}
+
+/// Whether the lane's latest submission still waits behind its previous one: true when
+/// the one before the latest has not finished (the queue runs in order). One
+/// non-blocking poll.
+fn queued(ctx: &Context, b: &Batch) -> bool {
+    let n = b.in_flight.len();
+    n >= 2 && !matches!(poll_for(ctx, &b.in_flight[n - 2], Duration::ZERO), Ok(true))
 }
 
 /// Commands `stream`'s lane has recorded and not yet submitted (0 for a stream of
@@ -487,7 +513,7 @@ pub(crate) fn dispatch<P: Params>(
     let threads = groups.iter().fold(256u64, |t, &g| t.saturating_mul(u64::from(g)));
     b.threads = b.threads.saturating_add(threads);
     ctx.check().map_err(|e| Error::Gpu(format!("dispatch: {e}")))?;
-    if submit_now(b.recorded, b.threads) {
+    if submit_now(b.recorded, b.threads, || queued(ctx, &b)) {
         submit_locked(ctx, lane, &mut b)?;
     }
     Ok(())
@@ -559,13 +585,24 @@ mod tests {
     #[test]
     fn batches_go_at_a_command_count_or_a_thread_count() {
         // Tiny kernels share a submit until the command cap.
-        assert!(!submit_now(1, 256));
-        assert!(!submit_now(MAX_PER_SUBMIT - 1, 256 * (MAX_PER_SUBMIT as u64 - 1)));
-        assert!(submit_now(MAX_PER_SUBMIT, 256 * MAX_PER_SUBMIT as u64));
+        let idle = || false;
+        assert!(!submit_now(1, 256, idle));
+        assert!(!submit_now(MAX_PER_SUBMIT - 1, 256 * (MAX_PER_SUBMIT as u64 - 1), idle));
+        assert!(submit_now(MAX_PER_SUBMIT, 256 * MAX_PER_SUBMIT as u64, idle));
         // One large kernel goes at once (64M f32, four a thread: 16M threads).
-        assert!(submit_now(1, 16 << 20));
-        assert!(submit_now(3, SUBMIT_THREADS));
-        assert!(!submit_now(3, SUBMIT_THREADS - 1));
+        assert!(submit_now(1, 16 << 20, idle));
+        assert!(submit_now(3, SUBMIT_THREADS, idle));
+        assert!(!submit_now(3, SUBMIT_THREADS - 1, idle));
+    }
+
+    #[test]
+    fn large_batches_wait_behind_a_queued_submission_up_to_the_command_cap() {
+        let queued = || true;
+        assert!(!submit_now(1, 16 << 20, queued));
+        assert!(!submit_now(MAX_PER_SUBMIT - 1, u64::MAX, queued));
+        assert!(submit_now(MAX_PER_SUBMIT, 16 << 20, queued));
+        // Small batches never ask.
+        assert!(!submit_now(1, 256, || panic!("asked for a small batch")));
     }
 
     #[test]
