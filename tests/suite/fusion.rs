@@ -31,6 +31,32 @@ fn chain_is_one_region() {
     }
 }
 
+/// Wide fused kernels give each thread several vectors of four (the last thread fewer):
+/// every element of sizes around those boundaries is written, with an extra output too.
+#[test]
+fn wide_kernels_cover_every_element() {
+    for d in devices() {
+        on(d, || {
+            for n in [1usize, 4, 7, 8, 12, 16, 20, 1020, 1024, 1028, 4100, 65548] {
+                let x: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.01 - 0.4).collect();
+                let a = Array::from_slice(&x, &[n])?;
+                let e = (&a * 2.0)?.exp()?;
+                let y = (&e + &a)?.tanh()?;
+                fusion::with_enabled(true, || lazuli::eval(&[&y, &e]))?;
+                let (yv, ev) = (y.to_vec::<f32>()?, e.to_vec::<f32>()?);
+                for (i, &v) in x.iter().enumerate() {
+                    let we = (2.0 * v as f64).exp();
+                    let wy = (we + v as f64).tanh();
+                    assert!((ev[i] as f64 - we).abs() <= 1e-6 * we, "{d} n={n} e[{i}]: {} vs {we}", ev[i]);
+                    assert!((yv[i] as f64 - wy).abs() <= 1e-6, "{d} n={n} y[{i}]: {} vs {wy}", yv[i]);
+                }
+            }
+            lazuli::Result::Ok(())
+        })
+        .unwrap();
+    }
+}
+
 /// A node a user still holds joins the region and is written out as an extra output:
 /// one kernel, and both values right.
 #[test]

@@ -210,6 +210,19 @@ fn kernel(p: &Program) -> Result<String> {
     Ok(s)
 }
 
+/// Vectors of four a thread of a four-lane elementwise kernel loads and writes, the
+/// `u`-th at `i + u * n` so that each round of loads stays coalesced. Two keep more loads
+/// in flight per thread: on an H200 the fused 64M-element chain went from 3584-3590 to
+/// 4154-4186 GB/s and gelu from 2872-2906 to 3572-3692 (BENCHMARKS.md, session 16).
+/// `LAZULI_WIDE_VECTORS` (1 to 4) overrides, to measure.
+fn wide_vectors() -> u32 {
+    const WIDE_VECTORS: u32 = 2;
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        std::env::var("LAZULI_WIDE_VECTORS").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_VECTORS).clamp(1, 4)
+    })
+}
+
 /// Which inputs the kernel reads as `vec4`s, when it takes four elements at a time; `None`
 /// when it takes one. Every buffer's size is a multiple of 16 bytes (`buffer::bucket`), so
 /// a last vector is in bounds.
@@ -248,7 +261,8 @@ fn vec4_inputs(p: &Program) -> Option<Vec<bool>> {
 
 /// The kernel of an elementwise program: the steps as a function `elem` of the values read
 /// at one element (flat and strided inputs as arguments, scalars read inside), called once
-/// a thread, or four times over `vec4` loads when `wide` ([`vec4_inputs`] says so).
+/// a thread, or four times per `vec4` over [`wide_vectors`] vectors when `wide`
+/// ([`vec4_inputs`] says so).
 fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
     let n = p.output.numel();
     let args: Vec<usize> = (0..p.inputs.len()).filter(|&k| read_of(&p.inputs[k], n) != Read::Scalar).collect();
@@ -278,15 +292,37 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
         }
     };
     if wide {
-        for &k in &args {
-            let _ = writeln!(s, "    let a{k} = IN{k}[i];");
+        let vecs = wide_vectors();
+        // Vector u of the thread is vector i + u * P.n (see `wide_vectors`); every load
+        // first (clamped in bounds: the last thread may have fewer), then the stores.
+        for u in 0..vecs {
+            if u == 0 {
+                let _ = writeln!(s, "    let i0 = i;");
+            } else {
+                let _ = writeln!(s, "    let i{u} = min(i + {u}u * P.n, P.vectors - 1u);");
+            }
+            for &k in &args {
+                let ty = wgsl_type(p.inputs[k].dtype)?;
+                let _ = writeln!(s, "    let a{k}_{u}: vec4<{ty}> = IN{k}[i{u}];");
+            }
         }
-        let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("e{c}")).collect();
-        for c in ["x", "y", "z", "w"] {
-            let a: Vec<String> = args.iter().map(|k| format!("a{k}.{c}")).collect();
-            let _ = writeln!(s, "    let e{c} = elem({});", a.join(", "));
+        for u in 0..vecs {
+            for c in ["x", "y", "z", "w"] {
+                let a: Vec<String> = args.iter().map(|k| format!("a{k}_{u}.{c}")).collect();
+                let _ = writeln!(s, "    let e{c}{u} = elem({});", a.join(", "));
+            }
         }
-        store(s, &lanes);
+        for u in 0..vecs {
+            let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("e{c}{u}")).collect();
+            let mut t = String::new();
+            store(&mut t, &lanes);
+            let t = t.replace("[i]", &format!("[i{u}]"));
+            if u == 0 {
+                s.push_str(&t);
+            } else {
+                let _ = writeln!(s, "    if i + {u}u * P.n < P.vectors {{\n{t}    }}");
+            }
+        }
         s.push_str("}\n");
         return Ok(());
     }
@@ -650,8 +686,13 @@ fn params(p: &Program) -> Result<FusedParams> {
     let n = p.output.numel();
     let (shape, strides) = layout(p);
     // A wide kernel's threads take four elements each.
-    let threads = if vec4_inputs(p).is_some() { n.div_ceil(4) } else { n };
+    let wide = vec4_inputs(p).is_some();
+    let threads = if wide { n.div_ceil(4) } else { n };
     let mut w = FusedParams { n: u32_param("fused", threads)?, ..Default::default() };
+    if wide {
+        w.vectors = w.n;
+        w.n = u32_param("fused", threads.div_ceil(wide_vectors() as usize))?;
+    }
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
     }

@@ -81,8 +81,12 @@ pub(crate) const MAX_FUSED_CONSTS: usize = 32;
 params! {
     /// Generated fused kernels (`fused.rs`): strides of the inputs read with broadcast.
     struct FusedParams {
-        /// Output elements.
+        /// Threads: output elements, or in the four-lane form vectors of four divided
+        /// among the threads (`fused.rs`, `WIDE_VECTORS`).
         n: u32,
+        /// In the four-lane form, the output's vectors of four; thread `i` writes
+        /// vectors `i`, `i + n`, ... below it.
+        vectors: u32,
         /// Rank of the merged output shape.
         rank: u32,
         /// The merged output shape.
