@@ -95,13 +95,18 @@ impl Fuser for CpuFuser {
         super::probe_bytes(out_bytes, what)?;
         let cx = Ctx::new(program, ins)?;
         let n = program.output.numel();
+        // Extra outputs start empty, with room for `n`: each chunk's values are copied into
+        // the room on the worker that computes them, and the lengths are set once every
+        // task has succeeded. (Zero-filled up front on the calling thread, four extra
+        // outputs of 1M f32 took a fifth of `tanh(exp(a*b+c)*0.5)`'s time when the
+        // statement still held its temporaries: perf, session 16.)
         let mut extras: Vec<CpuData> =
-            program.extra_outputs.iter().map(|&v| CpuData::filled(program.steps[v].1, n, 0.0)).collect();
+            program.extra_outputs.iter().map(|&v| CpuData::filled(program.steps[v].1, 0, 0.0)).collect();
         // Each extra output cut into the same tasks as the main one.
         let task = CHUNK * TASK_CHUNKS;
-        let mut tasks: Vec<Vec<Dst<'_>>> = (0..n.div_ceil(task)).map(|_| Vec::new()).collect();
+        let mut tasks: Vec<Vec<Spare<'_>>> = (0..n.div_ceil(task)).map(|_| Vec::new()).collect();
         for e in &mut extras {
-            for (t, d) in tasks.iter_mut().zip(split(e, task)) {
+            for (t, d) in tasks.iter_mut().zip(split_spare(e, n, task)) {
                 t.push(d);
             }
         }
@@ -115,6 +120,12 @@ impl Fuser for CpuFuser {
             DType::F32 => CpuData::F32(drive(n, |s| Dst::F32(s), &cx, tasks)?),
             DType::F64 => CpuData::F64(drive(n, |s| Dst::F64(s), &cx, tasks)?),
         };
+        for e in &mut extras {
+            // SAFETY: `drive` succeeded, so every task ran and each chunk wrote its part of
+            // every extra output (`Ctx::chunk`, `write_spare`): the first `n` are
+            // initialised (room for them was reserved by `split_spare`).
+            unsafe { set_len(e, n) };
+        }
         Ok(std::iter::once(out).chain(extras).map(wrap).collect())
     }
 }
@@ -201,7 +212,7 @@ fn drive<T: Send + Copy + Default>(
     n: usize,
     wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>,
     cx: &Ctx<'_>,
-    extras: Vec<Vec<Dst<'_>>>,
+    extras: Vec<Vec<Spare<'_>>>,
 ) -> Result<Vec<T>> {
     let task = CHUNK * TASK_CHUNKS;
     // Every task must run for `set_len` below to be sound: `zip` stops at the shorter side.
@@ -209,7 +220,7 @@ fn drive<T: Send + Copy + Default>(
         return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
     }
     let mut out: Vec<T> = Vec::with_capacity(n);
-    let run = |(t, (o, mut ex)): (usize, (&mut [MaybeUninit<T>], Vec<Dst<'_>>))| -> Result<()> {
+    let run = |(t, (o, mut ex)): (usize, (&mut [MaybeUninit<T>], Vec<Spare<'_>>))| -> Result<()> {
         let mut scratch = cx.scratch();
         for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
             // Initialised here, chunk by chunk on the thread that computes it, rather than
@@ -220,7 +231,7 @@ fn drive<T: Send + Copy + Default>(
             // `T`'s layout.
             let oc = unsafe { &mut *(oc as *mut [MaybeUninit<T>] as *mut [T]) };
             let len = oc.len();
-            let mut parts: Vec<Dst<'_>> = ex.iter_mut().map(|d| sub(d, c * CHUNK, len)).collect();
+            let mut parts: Vec<Spare<'_>> = ex.iter_mut().map(|d| sub_spare(d, c * CHUNK, len)).collect();
             cx.chunk(t * task + c * CHUNK, len, &mut scratch, wrap(oc), &mut parts)?;
         }
         Ok(())
@@ -237,31 +248,94 @@ fn drive<T: Send + Copy + Default>(
     Ok(out)
 }
 
-/// `d` cut into slices of `size` elements.
-fn split(d: &mut CpuData, size: usize) -> Vec<Dst<'_>> {
+/// Room for `n` elements at the end of an empty `d`, cut into slices of `size`.
+fn split_spare(d: &mut CpuData, n: usize, size: usize) -> Vec<Spare<'_>> {
+    fn cut<T>(v: &mut Vec<T>, n: usize, size: usize) -> std::slice::ChunksMut<'_, MaybeUninit<T>> {
+        v.reserve_exact(n);
+        v.spare_capacity_mut()[..n].chunks_mut(size)
+    }
     match d {
-        CpuData::Bool(v) => v.chunks_mut(size).map(Dst::Bool).collect(),
-        CpuData::U32(v) => v.chunks_mut(size).map(Dst::U32).collect(),
-        CpuData::I32(v) => v.chunks_mut(size).map(Dst::I32).collect(),
-        CpuData::I64(v) => v.chunks_mut(size).map(Dst::I64).collect(),
-        CpuData::F16(v) => v.chunks_mut(size).map(Dst::F16).collect(),
-        CpuData::BF16(v) => v.chunks_mut(size).map(Dst::BF16).collect(),
-        CpuData::F32(v) => v.chunks_mut(size).map(Dst::F32).collect(),
-        CpuData::F64(v) => v.chunks_mut(size).map(Dst::F64).collect(),
+        CpuData::Bool(v) => cut(v, n, size).map(Spare::Bool).collect(),
+        CpuData::U32(v) => cut(v, n, size).map(Spare::U32).collect(),
+        CpuData::I32(v) => cut(v, n, size).map(Spare::I32).collect(),
+        CpuData::I64(v) => cut(v, n, size).map(Spare::I64).collect(),
+        CpuData::F16(v) => cut(v, n, size).map(Spare::F16).collect(),
+        CpuData::BF16(v) => cut(v, n, size).map(Spare::BF16).collect(),
+        CpuData::F32(v) => cut(v, n, size).map(Spare::F32).collect(),
+        CpuData::F64(v) => cut(v, n, size).map(Spare::F64).collect(),
+    }
+}
+
+/// Sets the length of `d`'s vector.
+///
+/// # Safety
+/// The first `n` elements must be initialised, within its capacity.
+unsafe fn set_len(d: &mut CpuData, n: usize) {
+    // SAFETY: the caller's promise, for whichever vector `d` holds.
+    unsafe {
+        match d {
+            CpuData::Bool(v) => v.set_len(n),
+            CpuData::U32(v) => v.set_len(n),
+            CpuData::I32(v) => v.set_len(n),
+            CpuData::I64(v) => v.set_len(n),
+            CpuData::F16(v) => v.set_len(n),
+            CpuData::BF16(v) => v.set_len(n),
+            CpuData::F32(v) => v.set_len(n),
+            CpuData::F64(v) => v.set_len(n),
+        }
     }
 }
 
 /// Elements `from..from + len` of `d`.
-fn sub<'b>(d: &'b mut Dst<'_>, from: usize, len: usize) -> Dst<'b> {
+fn sub_spare<'b>(d: &'b mut Spare<'_>, from: usize, len: usize) -> Spare<'b> {
     match d {
-        Dst::Bool(v) => Dst::Bool(&mut v[from..from + len]),
-        Dst::U32(v) => Dst::U32(&mut v[from..from + len]),
-        Dst::I32(v) => Dst::I32(&mut v[from..from + len]),
-        Dst::I64(v) => Dst::I64(&mut v[from..from + len]),
-        Dst::F16(v) => Dst::F16(&mut v[from..from + len]),
-        Dst::BF16(v) => Dst::BF16(&mut v[from..from + len]),
-        Dst::F32(v) => Dst::F32(&mut v[from..from + len]),
-        Dst::F64(v) => Dst::F64(&mut v[from..from + len]),
+        Spare::Bool(v) => Spare::Bool(&mut v[from..from + len]),
+        Spare::U32(v) => Spare::U32(&mut v[from..from + len]),
+        Spare::I32(v) => Spare::I32(&mut v[from..from + len]),
+        Spare::I64(v) => Spare::I64(&mut v[from..from + len]),
+        Spare::F16(v) => Spare::F16(&mut v[from..from + len]),
+        Spare::BF16(v) => Spare::BF16(&mut v[from..from + len]),
+        Spare::F32(v) => Spare::F32(&mut v[from..from + len]),
+        Spare::F64(v) => Spare::F64(&mut v[from..from + len]),
+    }
+}
+
+/// Uninitialised room of an extra output: a task's or a chunk's share.
+#[allow(missing_docs)]
+enum Spare<'a> {
+    Bool(&'a mut [MaybeUninit<bool>]),
+    U32(&'a mut [MaybeUninit<u32>]),
+    I32(&'a mut [MaybeUninit<i32>]),
+    I64(&'a mut [MaybeUninit<i64>]),
+    F16(&'a mut [MaybeUninit<half::f16>]),
+    BF16(&'a mut [MaybeUninit<half::bf16>]),
+    F32(&'a mut [MaybeUninit<f32>]),
+    F64(&'a mut [MaybeUninit<f64>]),
+}
+
+/// Writes (initialises) every element of `out` with `v`'s values, or its scalar.
+fn write_spare(v: &View<'_>, out: Spare<'_>) -> Result<()> {
+    fn put<T: CpuElem>(v: &View<'_>, o: &mut [MaybeUninit<T>]) -> Result<()> {
+        match v.operand::<T>()? {
+            Operand::Slice(s) if s.len() == o.len() => {
+                for (d, &x) in o.iter_mut().zip(s) {
+                    d.write(x);
+                }
+            }
+            Operand::Slice(s) => return Err(Error::Internal(format!("fused: {} values for {}", s.len(), o.len()))),
+            Operand::Scalar(x) => o.fill(MaybeUninit::new(x)),
+        }
+        Ok(())
+    }
+    match out {
+        Spare::Bool(o) => put(v, o),
+        Spare::U32(o) => put(v, o),
+        Spare::I32(o) => put(v, o),
+        Spare::I64(o) => put(v, o),
+        Spare::F16(o) => put(v, o),
+        Spare::BF16(o) => put(v, o),
+        Spare::F32(o) => put(v, o),
+        Spare::F64(o) => put(v, o),
     }
 }
 
@@ -434,7 +508,7 @@ impl<'a> Ctx<'a> {
         len: usize,
         scratch: &mut [CpuData],
         out: Dst<'_>,
-        extras: &mut Vec<Dst<'_>>,
+        extras: &mut Vec<Spare<'_>>,
     ) -> Result<()> {
         let mut out = Some(out);
         for (i, &(step, _)) in self.p.steps.iter().enumerate() {
@@ -483,8 +557,12 @@ impl<'a> Ctx<'a> {
                 Step::Reduce(..) => return Err(Error::unsupported("cpu", "fused reductions")),
             }
         }
+        // Every extra output's room for the chunk is written (`drive`'s caller relies on it).
+        if extras.len() != self.p.extra_outputs.len() {
+            return Err(Error::Internal("fused: extra outputs and their room differ".into()));
+        }
         for (&v, d) in self.p.extra_outputs.iter().zip(extras.drain(..)) {
-            copy_out(&self.view(v, scratch, start, len), d)?;
+            write_spare(&self.view(v, scratch, start, len), d)?;
         }
         match out {
             // The result lives elsewhere (an input, a scalar, or read by a later step).
