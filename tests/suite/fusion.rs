@@ -31,6 +31,20 @@ fn chain_is_one_region() {
     }
 }
 
+/// The temporaries of the statement that evaluates are still held, so they are written
+/// out; bound with `let` first, only the result is (README, Fusion).
+#[test]
+fn statement_temporaries_are_written_out_let_bound_results_alone() {
+    let a = Array::from_slice(&[0.5f32, 1.0, 1.5, 2.0], &[4]).unwrap();
+    let held = fusion::programs(&[&(&a * 2.0).unwrap().exp().unwrap()]);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].extra_outputs.len(), 1, "{}", held[0]);
+    let y = (&a * 2.0).unwrap().exp().unwrap();
+    let alone = fusion::programs(&[&y]);
+    assert_eq!(alone.len(), 1, "{alone:?}");
+    assert!(alone[0].extra_outputs.is_empty(), "{}", alone[0]);
+}
+
 /// Wide fused kernels give each thread several vectors of four (the last thread fewer):
 /// every element of sizes around those boundaries is written, with an extra output too.
 #[test]
