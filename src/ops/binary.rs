@@ -17,7 +17,7 @@ use crate::array::Array;
 use crate::dtype::{DType, promote};
 use crate::error::{Error, Result};
 use crate::primitive::{Binary, BinaryOp, Full, Select};
-use crate::shape::broadcast_shapes;
+use crate::shape::{broadcast_shapes, check_broadcast};
 
 /// What kind of Rust value a scalar operand came from; decides how it is typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -178,7 +178,7 @@ pub(crate) fn scalar_array(op: &'static str, value: f64, dtype: DType) -> Result
 /// do not broadcast.
 pub(crate) fn binary(name: &'static str, op: BinaryOp, a: Operand, b: Operand) -> Result<Array> {
     // Shapes first, so a mismatch is reported under the caller's name before any cast.
-    broadcast_shapes(name, a.shape(), b.shape())?;
+    check_broadcast(name, a.shape(), b.shape())?;
     let common = Operand::common(&a, &b);
     use BinaryOp::*;
     // (the primitive op, the dtype both inputs are cast to)
