@@ -462,6 +462,17 @@ fn binary_map<T: Copy + Sync, U: Default + Clone + Send>(
     out: &[usize],
     f: impl Fn(Operand<'_, T>, Operand<'_, T>, &mut [U]) -> Result<()> + Sync,
 ) -> Result<Vec<U>> {
+    if sa == out && sb == out {
+        // Nothing broadcast: slices in step with the output, no layout to build (its
+        // strides and merged axes were 2.3k of the 14.3k instructions of a 4-element
+        // add read back; callgrind, session 16).
+        let mut res = output(crate::shape::numel(out));
+        par_fill(&mut res, |start, o| {
+            let n = o.len();
+            f(Operand::Slice(&a[start..start + n]), Operand::Slice(&b[start..start + n]), o)
+        })?;
+        return Ok(res);
+    }
     let layout = Layout::new([sa, sb], out);
     let mut res = output(layout.numel());
     par_fill(&mut res, |start, chunk| {
