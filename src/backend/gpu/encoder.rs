@@ -281,10 +281,19 @@ fn submit(lane: Lane) -> Result<()> {
 
 /// Whether the lane's latest submission still waits behind its previous one: true when
 /// the one before the latest has not finished (the queue runs in order). One
-/// non-blocking poll.
+/// non-blocking poll, which leaves the device's uncaptured errors to the caller's next
+/// [`Context::check`] (`poll_for` would take them, and this answer has no room for
+/// them); a failed poll answers false, so the batch is submitted and the submit reports.
 fn queued(ctx: &Context, b: &Batch) -> bool {
     let n = b.in_flight.len();
-    n >= 2 && !matches!(poll_for(ctx, &b.in_flight[n - 2], Duration::ZERO), Ok(true))
+    if n < 2 {
+        return false;
+    }
+    let _g = poll_lock();
+    let wait =
+        wgpu::PollType::Wait { submission_index: Some(b.in_flight[n - 2].clone()), timeout: Some(Duration::ZERO) };
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)));
+    matches!(polled, Ok(Err(wgpu::PollError::Timeout)))
 }
 
 /// Commands `stream`'s lane has recorded and not yet submitted (0 for a stream of
