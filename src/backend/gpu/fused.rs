@@ -111,7 +111,7 @@ impl Fuser for GpuFuser {
             let w = reduce_params(program)?;
             dispatch(s, &pipeline, &w, &bindings, grid(ctx, w.n as usize * 256)?)?;
         } else {
-            let w = params(program)?;
+            let w = params(program, wide_vectors(ctx))?;
             dispatch_1d(s, &pipeline, &w, &bindings, w.n as usize)?;
         }
         super::announce_ready()?;
@@ -155,14 +155,15 @@ fn wgsl_type(d: DType) -> Result<&'static str> {
 /// [`kernel`]. Public to the crate's tests through [`crate::backend::gpu::fused_source`].
 pub(crate) fn source(p: &Program) -> Result<String> {
     let mut s = super::shader::f32_library();
-    s.push_str(&kernel(p)?);
+    s.push_str(&kernel(p, WIDE_VECTORS)?);
     Ok(s)
 }
 
 /// The program's own part of its kernel (bindings, `main`), which alone varies between
 /// programs: the pipeline cache's key, so a run hashes a few hundred bytes instead of the
 /// whole library.
-fn kernel(p: &Program) -> Result<String> {
+/// `vectors`: see [`wide_vectors`].
+fn kernel(p: &Program, vectors: u32) -> Result<String> {
     if p.inputs.len() > MAX_FUSED_INPUTS {
         return Err(Error::Internal(format!("a fused region of {} inputs", p.inputs.len())));
     }
@@ -205,7 +206,7 @@ fn kernel(p: &Program) -> Result<String> {
     if p.reduces() {
         row_kernel(&mut s, p, vec4.is_some())?;
     } else {
-        elementwise_kernel(&mut s, p, vec4.is_some())?;
+        elementwise_kernel(&mut s, p, vec4.is_some().then_some(vectors))?;
     }
     Ok(s)
 }
@@ -214,12 +215,17 @@ fn kernel(p: &Program) -> Result<String> {
 /// `u`-th at `i + u * n` so that each round of loads stays coalesced. Two keep more loads
 /// in flight per thread: on an H200 the fused 64M-element chain went from 3584-3590 to
 /// 4154-4186 GB/s and gelu from 2872-2906 to 3572-3692 (BENCHMARKS.md, session 16).
+const WIDE_VECTORS: u32 = 2;
+
+/// [`WIDE_VECTORS`] on this device: one on a software adapter, whose "GPU" is the host's
+/// cores with no memory latency to hide, and where the doubled kernel body only costs
+/// compile time (lavapipe: `tests/gpu_timeout.rs` went from 3.5-3.9 to 4.1-4.7 s).
 /// `LAZULI_WIDE_VECTORS` (1 to 4) overrides, to measure.
-fn wide_vectors() -> u32 {
-    const WIDE_VECTORS: u32 = 2;
+fn wide_vectors(ctx: &Context) -> u32 {
     static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *V.get_or_init(|| {
-        std::env::var("LAZULI_WIDE_VECTORS").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_VECTORS).clamp(1, 4)
+        let native = if ctx.info.device_type == wgpu::DeviceType::Cpu { 1 } else { WIDE_VECTORS };
+        std::env::var("LAZULI_WIDE_VECTORS").ok().and_then(|v| v.parse().ok()).unwrap_or(native).clamp(1, 4)
     })
 }
 
@@ -263,7 +269,7 @@ fn vec4_inputs(p: &Program) -> Option<Vec<bool>> {
 /// at one element (flat and strided inputs as arguments, scalars read inside), called once
 /// a thread, or four times per `vec4` over [`wide_vectors`] vectors when `wide`
 /// ([`vec4_inputs`] says so).
-fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
+fn elementwise_kernel(s: &mut String, p: &Program, wide: Option<u32>) -> Result<()> {
     let n = p.output.numel();
     let args: Vec<usize> = (0..p.inputs.len()).filter(|&k| read_of(&p.inputs[k], n) != Read::Scalar).collect();
     let mut outs: Vec<usize> = vec![p.result];
@@ -291,8 +297,7 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: bool) -> Result<()> {
             let _ = writeln!(s, "    {name}[i] = {v};");
         }
     };
-    if wide {
-        let vecs = wide_vectors();
+    if let Some(vecs) = wide {
         // Vector u of the thread is vector i + u * P.n (see `wide_vectors`); every load
         // first (clamped in bounds: the last thread may have fewer), then the stores.
         for u in 0..vecs {
@@ -682,7 +687,7 @@ fn layout(p: &Program) -> (Vec<usize>, Vec<Vec<isize>>) {
 }
 
 /// Output size, merged shape, each strided input's broadcast strides and the constants.
-fn params(p: &Program) -> Result<FusedParams> {
+fn params(p: &Program, vectors: u32) -> Result<FusedParams> {
     let n = p.output.numel();
     let (shape, strides) = layout(p);
     // A wide kernel's threads take four elements each.
@@ -691,7 +696,7 @@ fn params(p: &Program) -> Result<FusedParams> {
     let mut w = FusedParams { n: u32_param("fused", threads)?, ..Default::default() };
     if wide {
         w.vectors = w.n;
-        w.n = u32_param("fused", threads.div_ceil(wide_vectors() as usize))?;
+        w.n = u32_param("fused", threads.div_ceil(vectors as usize))?;
     }
     for (slot, b) in w.consts.iter_mut().zip(const_table(p)?) {
         *slot = b;
@@ -856,7 +861,7 @@ fn program_pipeline(ctx: &Context, p: &Program) -> Result<wgpu::ComputePipeline>
             return Ok(found);
         }
     }
-    let pipeline = pipeline(ctx, &kernel(p)?)?;
+    let pipeline = pipeline(ctx, &kernel(p, wide_vectors(ctx))?)?;
     let mut c = cache();
     let now = c.clock;
     c.programs.insert(p.clone(), pipeline.clone(), now);
