@@ -281,19 +281,15 @@ fn submit(lane: Lane) -> Result<()> {
 
 /// Whether the lane's latest submission still waits behind its previous one: true when
 /// the one before the latest has not finished (the queue runs in order). One
-/// non-blocking poll, which leaves the device's uncaptured errors to the caller's next
-/// [`Context::check`] (`poll_for` would take them, and this answer has no room for
+/// non-blocking [`poll_raw`], which leaves the device's uncaptured errors to the caller's
+/// next [`Context::check`] (`poll_for` would take them, and this answer has no room for
 /// them); a failed poll answers false, so the batch is submitted and the submit reports.
 fn queued(ctx: &Context, b: &Batch) -> bool {
     let n = b.in_flight.len();
     if n < 2 {
         return false;
     }
-    let _g = poll_lock();
-    let wait =
-        wgpu::PollType::Wait { submission_index: Some(b.in_flight[n - 2].clone()), timeout: Some(Duration::ZERO) };
-    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)));
-    matches!(polled, Ok(Err(wgpu::PollError::Timeout)))
+    matches!(poll_raw(ctx, &b.in_flight[n - 2], Duration::ZERO), Ok(Err(wgpu::PollError::Timeout)))
 }
 
 /// Commands `stream`'s lane has recorded and not yet submitted (0 for a stream of
@@ -369,13 +365,7 @@ const WAIT_SLICE: Duration = Duration::from_millis(2);
 
 /// Waits at most `step` for submission `idx`; true if it is done (the device checked).
 fn poll_for(ctx: &Context, idx: &wgpu::SubmissionIndex, step: Duration) -> Result<bool> {
-    let polled = {
-        let _g = poll_lock();
-        let wait = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(step) };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)))
-            .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))?
-    };
-    match polled {
+    match poll_raw(ctx, idx, step)? {
         Ok(_) => {
             ctx.check()?;
             Ok(true)
@@ -383,6 +373,19 @@ fn poll_for(ctx: &Context, idx: &wgpu::SubmissionIndex, step: Duration) -> Resul
         Err(wgpu::PollError::Timeout) => Ok(false),
         Err(e) => Err(Error::Gpu(format!("{}: waiting for the GPU: {e}", ctx.description))),
     }
+}
+
+/// One poll for submission `idx`, at most `step` long, under the poll lock; a wgpu panic
+/// comes back as `Err`. The device's uncaptured errors are left for the caller.
+fn poll_raw(
+    ctx: &Context,
+    idx: &wgpu::SubmissionIndex,
+    step: Duration,
+) -> Result<std::result::Result<wgpu::PollStatus, wgpu::PollError>> {
+    let _g = poll_lock();
+    let wait = wgpu::PollType::Wait { submission_index: Some(idx.clone()), timeout: Some(step) };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.device.poll(wait)))
+        .map_err(|_| Error::Gpu(format!("{}: wgpu panicked while polling", ctx.description)))
 }
 
 /// How long [`wait`] checks without blocking before it sleeps in the driver: a blocking
