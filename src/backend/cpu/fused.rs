@@ -419,6 +419,9 @@ impl<'a> View<'a> {
     }
 }
 
+/// What a value living in the output chunk reads as (see [`Ctx::view`]).
+static NO_VALUE: CpuData = CpuData::Bool(Vec::new());
+
 /// A program ready to run chunk by chunk.
 struct Ctx<'a> {
     p: &'a Program,
@@ -426,6 +429,72 @@ struct Ctx<'a> {
     homes: Vec<Home>,
     /// Broadcast strides of the inputs read by gathering (neither full-size nor scalar).
     strides: Vec<Vec<isize>>,
+    /// The scratch buffer each step's value lives in (steps whose home is an input or the
+    /// output have none, and read nothing from it).
+    slots: Vec<usize>,
+    /// Each scratch buffer: its dtype, and the constant it holds (`None`: a chunk's room).
+    buffers: Vec<(DType, Option<f64>)>,
+}
+
+/// The operands of `step`, without allocating (`Step::operands` returns a vector).
+fn operands(step: Step) -> ([usize; 3], usize) {
+    match step {
+        Step::Input(_) | Step::Const(_) => ([0; 3], 0),
+        Step::Unary(_, a) | Step::Cast(a) | Step::Reduce(_, a) => ([a, 0, 0], 1),
+        Step::Binary(_, a, b) => ([a, b, 0], 2),
+        Step::Select(c, a, b) => ([c, a, b], 3),
+    }
+}
+
+/// Scratch buffers for the steps of `p` living in `homes`: a constant keeps its own; a
+/// computed value takes a buffer of its dtype that no live value holds, so a chain needs
+/// two or three chunks, not one per step. (One per step cost the 1000-op chain an
+/// allocation per op, and a 64-step region over a large array 512 KiB of scratch per
+/// task.) A value is live until its last reader; the result and the extra outputs until
+/// the chunk ends. A step never writes the buffer one of its operands lives in.
+fn assign_slots(p: &Program, homes: &[Home]) -> (Vec<usize>, Vec<(DType, Option<f64>)>) {
+    const NONE: usize = usize::MAX;
+    let mut last_read = vec![0usize; p.steps.len()];
+    for (i, &(step, _)) in p.steps.iter().enumerate() {
+        let (ops, n) = operands(step);
+        for &a in &ops[..n] {
+            last_read[a] = i;
+        }
+    }
+    for &v in p.extra_outputs.iter().chain([&p.result]) {
+        if let Some(l) = last_read.get_mut(v) {
+            *l = NONE;
+        }
+    }
+    let mut slots = vec![NONE; p.steps.len()];
+    let mut buffers: Vec<(DType, Option<f64>)> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    for (i, (&(step, dtype), home)) in p.steps.iter().zip(homes).enumerate() {
+        slots[i] = match (home, step) {
+            (Home::Input(_) | Home::InputScalar(_) | Home::Output, _) => NONE,
+            (Home::Scalar, Step::Const(c)) => {
+                buffers.push((dtype, Some(c)));
+                buffers.len() - 1
+            }
+            (Home::Scalar | Home::Chunk, _) => match free.iter().position(|&b| buffers[b].0 == dtype) {
+                Some(k) => free.swap_remove(k),
+                None => {
+                    buffers.push((dtype, None));
+                    buffers.len() - 1
+                }
+            },
+        };
+        // Operands read for the last time free their buffers, after this step took its
+        // own: its output never aliases an input.
+        let (ops, n) = operands(step);
+        for (k, &a) in ops[..n].iter().enumerate() {
+            let first = !ops[..k].contains(&a);
+            if first && last_read[a] == i && slots[a] != NONE && buffers[slots[a]].1.is_none() {
+                free.push(slots[a]);
+            }
+        }
+    }
+    (slots, buffers)
 }
 
 impl<'a> Ctx<'a> {
@@ -479,23 +548,20 @@ impl<'a> Ctx<'a> {
             homes[p.result] = Home::Output;
         }
         let strides = p.inputs.iter().map(|m| broadcast_strides(&m.shape, &p.shape)).collect();
-        Ok(Ctx { p, ins, homes, strides })
+        let (slots, buffers) = assign_slots(p, &homes);
+        Ok(Ctx { p, ins, homes, strides, slots, buffers })
     }
 
-    /// One buffer per step, as its home needs (empty for values that live elsewhere); a
-    /// chunk's buffer no longer than the region (a 64-step region over 4 elements zeroed
-    /// 64 chunks of 2048 per eval: `memset` was 6.6% of the 1000-op chain's profile).
+    /// The scratch buffers of [`assign_slots`]: a chunk's room no longer than the region
+    /// (a 64-step region over 4 elements zeroed 64 chunks of 2048 per eval: `memset` was
+    /// 6.6% of the 1000-op chain's profile), constants filled.
     fn scratch(&self) -> Vec<CpuData> {
         let chunk = CHUNK.min(numel(&self.p.shape));
-        self.p
-            .steps
+        self.buffers
             .iter()
-            .zip(&self.homes)
-            .map(|(&(step, dtype), home)| match (home, step) {
-                (Home::Scalar, Step::Const(c)) => CpuData::filled(dtype, 1, c),
-                (Home::Scalar, _) => CpuData::filled(dtype, 1, 0.0),
-                (Home::Chunk, _) => CpuData::filled(dtype, chunk, 0.0),
-                (Home::Input(_) | Home::InputScalar(_) | Home::Output, _) => CpuData::filled(dtype, 0, 0.0),
+            .map(|&(dtype, c)| match c {
+                Some(c) => CpuData::filled(dtype, 1, c),
+                None => CpuData::filled(dtype, chunk, 0.0),
             })
             .collect()
     }
@@ -512,49 +578,23 @@ impl<'a> Ctx<'a> {
     ) -> Result<()> {
         let mut out = Some(out);
         for (i, &(step, _)) in self.p.steps.iter().enumerate() {
-            let (done, rest) = scratch.split_at_mut(i);
-            let view = |j: usize| self.view(j, done, start, len);
-            let target = match self.homes[i] {
-                Home::Input(_) | Home::InputScalar(_) => continue,
-                Home::Scalar if matches!(step, Step::Const(_)) => continue,
-                Home::Scalar => dst(&mut rest[0], 1),
-                Home::Chunk => dst(&mut rest[0], len),
-                Home::Output => out.take().ok_or_else(|| Error::Internal("fused: output written twice".into()))?,
-            };
-            match step {
-                Step::Input(k) => gather(self.ins[k], &self.p.shape, &self.strides[k], start, target)?,
-                Step::Const(_) => {}
-                Step::Unary(op, a) => {
-                    let x = view(a);
-                    if op.is_predicate() {
-                        let Dst::Bool(o) = target else { return Err(mismatch(step)) };
-                        with_data!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
-                    } else {
-                        with_dst!(target, |o| elementwise::unary_into(op, x.slice()?, o))?;
-                    }
+            match self.homes[i] {
+                Home::Input(_) | Home::InputScalar(_) => {}
+                Home::Scalar if matches!(step, Step::Const(_)) => {}
+                home @ (Home::Scalar | Home::Chunk) => {
+                    // Taken out while written (a placeholder costs no allocation): the
+                    // operands it reads live in other buffers.
+                    let slot = self.slots[i];
+                    let mut buf = std::mem::replace(&mut scratch[slot], CpuData::Bool(Vec::new()));
+                    let n = if home == Home::Scalar { 1 } else { len };
+                    let r = self.step(i, step, dst(&mut buf, n), scratch, start, len);
+                    scratch[slot] = buf;
+                    r?;
                 }
-                Step::Binary(op, a, b) => {
-                    let (x, y) = (view(a), view(b));
-                    if op.is_comparison() {
-                        let Dst::Bool(o) = target else { return Err(mismatch(step)) };
-                        with_data!(x.data, |v| {
-                            let xa = if x.scalar {
-                                Operand::Scalar(v[x.off])
-                            } else {
-                                Operand::Slice(&v[x.off..x.off + len])
-                            };
-                            elementwise::compare_into(op, xa, y.operand()?, o)
-                        })?;
-                    } else {
-                        with_dst!(target, |o| elementwise::binary_into(op, x.operand()?, y.operand()?, o))?;
-                    }
+                Home::Output => {
+                    let o = out.take().ok_or_else(|| Error::Internal("fused: output written twice".into()))?;
+                    self.step(i, step, o, scratch, start, len)?;
                 }
-                Step::Select(c, a, b) => {
-                    let (c, x, y) = (view(c), view(a), view(b));
-                    with_dst!(target, |o| elementwise::select_into(c.operand()?, x.operand()?, y.operand()?, o))?;
-                }
-                Step::Cast(a) => cast(&view(a), self.p.steps[i].1, target)?,
-                Step::Reduce(..) => return Err(Error::unsupported("cpu", "fused reductions")),
             }
         }
         // Every extra output's room for the chunk is written (`drive`'s caller relies on it).
@@ -571,14 +611,54 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Step `j`'s value for the chunk at `start`, `done` being the scratch of the steps
-    /// before the one running.
-    fn view<'s>(&'s self, j: usize, done: &'s [CpuData], start: usize, len: usize) -> View<'s> {
+    /// Step `i` of the chunk at `start` into `target`, its operands read from `scratch`.
+    fn step(&self, i: usize, step: Step, target: Dst<'_>, scratch: &[CpuData], start: usize, len: usize) -> Result<()> {
+        let view = |j: usize| self.view(j, scratch, start, len);
+        match step {
+            Step::Input(k) => gather(self.ins[k], &self.p.shape, &self.strides[k], start, target)?,
+            Step::Const(_) => {}
+            Step::Unary(op, a) => {
+                let x = view(a);
+                if op.is_predicate() {
+                    let Dst::Bool(o) = target else { return Err(mismatch(step)) };
+                    with_data!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
+                } else {
+                    with_dst!(target, |o| elementwise::unary_into(op, x.slice()?, o))?;
+                }
+            }
+            Step::Binary(op, a, b) => {
+                let (x, y) = (view(a), view(b));
+                if op.is_comparison() {
+                    let Dst::Bool(o) = target else { return Err(mismatch(step)) };
+                    with_data!(x.data, |v| {
+                        let xa =
+                            if x.scalar { Operand::Scalar(v[x.off]) } else { Operand::Slice(&v[x.off..x.off + len]) };
+                        elementwise::compare_into(op, xa, y.operand()?, o)
+                    })?;
+                } else {
+                    with_dst!(target, |o| elementwise::binary_into(op, x.operand()?, y.operand()?, o))?;
+                }
+            }
+            Step::Select(c, a, b) => {
+                let (c, x, y) = (view(c), view(a), view(b));
+                with_dst!(target, |o| elementwise::select_into(c.operand()?, x.operand()?, y.operand()?, o))?;
+            }
+            Step::Cast(a) => cast(&view(a), self.p.steps[i].1, target)?,
+            Step::Reduce(..) => return Err(Error::unsupported("cpu", "fused reductions")),
+        }
+        Ok(())
+    }
+
+    /// Step `j`'s value for the chunk at `start` (`scratch`: [`Ctx::scratch`]'s buffers).
+    fn view<'s>(&'s self, j: usize, scratch: &'s [CpuData], start: usize, len: usize) -> View<'s> {
         match self.homes[j] {
             Home::Input(k) => View { data: self.ins[k], off: start, len, scalar: false },
             Home::InputScalar(k) => View { data: self.ins[k], off: 0, len, scalar: true },
-            Home::Scalar => View { data: &done[j], off: 0, len, scalar: true },
-            Home::Chunk | Home::Output => View { data: &done[j], off: 0, len, scalar: false },
+            Home::Scalar => View { data: &scratch[self.slots[j]], off: 0, len, scalar: true },
+            Home::Chunk => View { data: &scratch[self.slots[j]], off: 0, len, scalar: false },
+            // Written into the output chunk and read by no step (`Ctx::new`): an empty
+            // value, which reads as an internal error rather than a panic.
+            Home::Output => View { data: &NO_VALUE, off: 0, len, scalar: false },
         }
     }
 }
@@ -656,4 +736,91 @@ fn copy_out(v: &View<'_>, out: Dst<'_>) -> Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::primitive::{BinaryOp, UnaryOp};
+
+    fn program(steps: Vec<(Step, DType)>, result: usize, extra_outputs: Vec<usize>) -> Program {
+        let m = Meta::new(vec![8], DType::F32);
+        Program {
+            shape: vec![8],
+            inputs: vec![m.clone(), m.clone()],
+            steps,
+            result,
+            reduction: None,
+            reduce_axes: vec![],
+            output: m,
+            extra_outputs,
+        }
+    }
+
+    fn homes(p: &Program) -> Vec<Home> {
+        Ctx::new(p, vec![]).map(|c| c.homes).unwrap()
+    }
+
+    #[test]
+    fn a_chain_reuses_two_buffers() {
+        // x, y, then 20 alternating x*v / v-y: each value dies at its one reader.
+        let f = DType::F32;
+        let mut steps = vec![(Step::Input(0), f), (Step::Input(1), f)];
+        for k in 0..20 {
+            let v = steps.len() - 1;
+            let op = if k % 2 == 0 { BinaryOp::Mul } else { BinaryOp::Sub };
+            steps.push((Step::Binary(op, v, k % 2), f));
+        }
+        let p = program(steps, 21, vec![]);
+        let (slots, buffers) = assign_slots(&p, &homes(&p));
+        assert_eq!(buffers.len(), 2, "{slots:?}");
+        // No step writes the buffer its operand lives in.
+        for (i, &(s, _)) in p.steps.iter().enumerate() {
+            let (ops, n) = operands(s);
+            assert!(ops[..n].iter().all(|&a| slots[a] == usize::MAX || slots[a] != slots[i]), "step {i}");
+        }
+        assert_eq!(slots[21], usize::MAX, "the result is written into the output");
+    }
+
+    #[test]
+    fn extra_outputs_and_constants_keep_their_buffers() {
+        let f = DType::F32;
+        let steps = vec![
+            (Step::Input(0), f),
+            (Step::Const(2.0), f),
+            (Step::Binary(BinaryOp::Mul, 0, 1), f), // 2: an extra output
+            (Step::Unary(UnaryOp::Exp, 2), f),
+            (Step::Unary(UnaryOp::Neg, 3), f),
+            (Step::Binary(BinaryOp::Add, 4, 1), f),
+        ];
+        let p = program(steps, 5, vec![2]);
+        let (slots, buffers) = assign_slots(&p, &homes(&p));
+        assert_eq!(buffers[slots[1]], (f, Some(2.0)));
+        for j in 3..5 {
+            assert_ne!(slots[j], slots[2], "step {j} took the extra output's buffer");
+            assert_ne!(slots[j], slots[1], "step {j} took the constant's buffer");
+        }
+        assert_ne!(slots[4], slots[3]);
+    }
+
+    #[test]
+    fn values_of_different_dtypes_never_share() {
+        let (f, b) = (DType::F32, DType::Bool);
+        let steps = vec![
+            (Step::Input(0), f),
+            (Step::Unary(UnaryOp::Exp, 0), f),
+            (Step::Binary(BinaryOp::Lt, 1, 0), b),
+            (Step::Cast(2), f),
+            (Step::Binary(BinaryOp::Add, 3, 0), f),
+        ];
+        let p = program(steps, 4, vec![]);
+        let (slots, buffers) = assign_slots(&p, &homes(&p));
+        for (i, &(_, dtype)) in p.steps.iter().enumerate() {
+            if slots[i] != usize::MAX {
+                assert_eq!(buffers[slots[i]].0, dtype, "step {i}");
+            }
+        }
+        // exp's buffer is free again when the cast runs.
+        assert_eq!(slots[3], slots[1]);
+    }
 }
