@@ -93,14 +93,12 @@ impl From<bool> for Operand {
 }
 
 impl Operand {
-    /// The streams of the array operands, in order (scalars have none).
-    pub(crate) fn streams(ops: &[&Operand]) -> Vec<crate::stream::Stream> {
-        ops.iter()
-            .filter_map(|o| match o {
-                Operand::Array(a) => Some(a.stream()),
-                Operand::Scalar(..) => None,
-            })
-            .collect()
+    /// The stream of an array operand (a scalar has none).
+    pub(crate) fn stream(&self) -> Option<crate::stream::Stream> {
+        match self {
+            Operand::Array(a) => Some(a.stream()),
+            Operand::Scalar(..) => None,
+        }
     }
     fn shape(&self) -> &[usize] {
         match self {
@@ -192,7 +190,7 @@ pub(crate) fn binary(name: &'static str, op: BinaryOp, a: Operand, b: Operand) -
         Maximum | Minimum | Eq | Ne | Lt | Le | Gt | Ge => (op, common),
         LogicalAnd | LogicalOr | LogicalXor => (op, DType::Bool),
     };
-    crate::stream::following(Operand::streams(&[&a, &b]), || {
+    crate::stream::following([a.stream(), b.stream()].into_iter().flatten(), || {
         let x = a.to_array(name, in_dtype)?;
         let y = b.to_array(name, in_dtype)?;
         Array::from_op(Binary { op }, vec![x, y])
@@ -281,7 +279,7 @@ pub fn where_(cond: &Array, a: impl Into<Operand>, b: impl Into<Operand>) -> Res
     let ab = broadcast_shapes("where", a.shape(), b.shape())?;
     broadcast_shapes("where", cond.shape(), &ab)?;
     let dtype = Operand::common(&a, &b);
-    let streams = std::iter::once(cond.stream()).chain(Operand::streams(&[&a, &b]));
+    let streams = [Some(cond.stream()), a.stream(), b.stream()].into_iter().flatten();
     crate::stream::following(streams, || {
         let inputs = vec![cond.astype(DType::Bool)?, a.to_array("where", dtype)?, b.to_array("where", dtype)?];
         Array::from_op(Select, inputs)

@@ -68,7 +68,7 @@ pub fn logaddexp(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Array> 
     // The binary-op rules decide the common dtype (and report bad shapes under this
     // name); `maximum` builds no work unless evaluated.
     let dtype = binary(OP, BinaryOp::Maximum, a.clone(), b.clone())?.dtype().to_float();
-    let (x, y) = crate::stream::following(Operand::streams(&[&a, &b]), || {
+    let (x, y) = crate::stream::following([a.stream(), b.stream()].into_iter().flatten(), || {
         Ok((operand_as(OP, &a, dtype)?, operand_as(OP, &b, dtype)?))
     })?;
     // On a tie this picks hi = y, lo = x, whose branch y + log1p(exp(x - y)) has the

@@ -114,7 +114,7 @@ impl Rules for Binary {
         self.op.name()
     }
 
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity(self.name(), inputs, 2)?;
         let (a, b) = (inputs[0], inputs[1]);
         if a.dtype != b.dtype {
@@ -125,7 +125,7 @@ impl Rules for Binary {
         }
         let shape = broadcast_shapes(self.name(), &a.shape, &b.shape)?;
         let dtype = if self.op.is_comparison() { DType::Bool } else { a.dtype };
-        Ok(vec![Meta::new(shape, dtype)])
+        Ok(Meta::new(shape, dtype))
     }
 
     fn fusion_class(&self) -> FusionClass {
@@ -178,7 +178,7 @@ impl Rules for Select {
         "where"
     }
 
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("where", inputs, 3)?;
         let (c, a, b) = (inputs[0], inputs[1], inputs[2]);
         if c.dtype != DType::Bool {
@@ -188,7 +188,7 @@ impl Rules for Select {
             return Err(Error::dtype("where", b.dtype, format!("both branches must be {} (promote first)", a.dtype)));
         }
         let ab = broadcast_shapes("where", &a.shape, &b.shape)?;
-        Ok(vec![Meta::new(broadcast_shapes("where", &c.shape, &ab)?, a.dtype)])
+        Ok(Meta::new(broadcast_shapes("where", &c.shape, &ab)?, a.dtype))
     }
 
     fn fusion_class(&self) -> FusionClass {

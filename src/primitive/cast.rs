@@ -17,9 +17,9 @@ impl Rules for AsType {
     fn name(&self) -> &'static str {
         "astype"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("astype", inputs, 1)?;
-        Ok(vec![Meta::new(inputs[0].shape.clone(), self.dtype)])
+        Ok(Meta::new(inputs[0].shape.clone(), self.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Elementwise

@@ -20,9 +20,9 @@ impl Rules for Full {
     fn name(&self) -> &'static str {
         "full"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("full", inputs, 0)?;
-        Ok(vec![Meta::new(self.shape.clone(), self.dtype)])
+        Ok(Meta::new(self.shape.clone(), self.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source
@@ -53,9 +53,9 @@ impl Rules for Arange {
     fn name(&self) -> &'static str {
         "arange"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("arange", inputs, 0)?;
-        Ok(vec![Meta::new(self.shape.clone(), self.dtype)])
+        Ok(Meta::new(self.shape.clone(), self.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source

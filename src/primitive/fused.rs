@@ -51,7 +51,7 @@ impl Rules for Fused {
         "fused"
     }
 
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         let want = &self.program.inputs;
         if inputs.len() != want.len() || inputs.iter().zip(want).any(|(a, b)| *a != b) {
             return Err(Error::invalid(
@@ -61,7 +61,7 @@ impl Rules for Fused {
                 ),
             ));
         }
-        Ok(vec![self.program.output.clone()])
+        Ok(self.program.output.clone())
     }
 
     /// Already a region: the fusion pass takes it as it is.
@@ -108,7 +108,7 @@ mod tests {
             extra_outputs: vec![],
         };
         let f = Fused { program: Arc::new(program), parts: Arc::new(|x: &[Array]| Ok(vec![x[0].exp()?])) };
-        assert_eq!(f.infer(&[&m(&[4])]).unwrap(), vec![m(&[4])]);
+        assert_eq!(f.infer(&[&m(&[4])]).unwrap(), m(&[4]));
         for bad in [vec![m(&[5])], vec![Meta::new([4], DType::I32)], vec![m(&[4]), m(&[4])], vec![]] {
             let refs: Vec<&Meta> = bad.iter().collect();
             let e = f.infer(&refs);

@@ -63,7 +63,7 @@ impl Rules for Concatenate {
     fn name(&self) -> &'static str {
         "concatenate"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         let Some(first) = inputs.first() else {
             return Err(Error::invalid("concatenate", "needs at least one input"));
         };
@@ -84,7 +84,7 @@ impl Rules for Concatenate {
             }
             shape[self.axis] += m.shape[self.axis];
         }
-        Ok(vec![Meta::new(shape, first.dtype)])
+        Ok(Meta::new(shape, first.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
@@ -131,7 +131,7 @@ impl Rules for Gather {
     fn name(&self) -> &'static str {
         "gather"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("gather", inputs, 2)?;
         let (src, idx) = (inputs[0], inputs[1]);
         index_dtype("gather", idx.dtype)?;
@@ -150,7 +150,7 @@ impl Rules for Gather {
                 format!("cannot take from empty axis {} of shape {:?}", self.axis, src.shape),
             ));
         }
-        Ok(vec![Meta::new(idx.shape.clone(), src.dtype)])
+        Ok(Meta::new(idx.shape.clone(), src.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque
@@ -189,7 +189,7 @@ impl Rules for Scatter {
             ScatterMode::Add => "scatter_add",
         }
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         let op = self.name();
         arity(op, inputs, 3)?;
         let (dst, idx, upd) = (inputs[0], inputs[1], inputs[2]);
@@ -209,7 +209,7 @@ impl Rules for Scatter {
                 ),
             ));
         }
-        Ok(vec![dst.clone()])
+        Ok(dst.clone())
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque

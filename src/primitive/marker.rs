@@ -71,7 +71,7 @@ impl Rules for Marker {
         }
     }
 
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         let valid = match &self.kind {
             MarkerKind::StopGradient => inputs.len() == 1 && self.index == 0,
             MarkerKind::Custom { outputs, .. } => self.index < *outputs && *outputs <= inputs.len(),
@@ -79,7 +79,7 @@ impl Rules for Marker {
         if !valid {
             return Err(Error::invalid(self.name(), format!("marker {self:?} does not fit {} inputs", inputs.len())));
         }
-        Ok(vec![inputs[self.index].clone()])
+        Ok(inputs[self.index].clone())
     }
 
     fn fusion_class(&self) -> FusionClass {

@@ -22,7 +22,7 @@ impl Rules for Matmul {
     fn name(&self) -> &'static str {
         "matmul"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("matmul", inputs, 2)?;
         let (a, b) = (inputs[0], inputs[1]);
         if a.dtype != b.dtype || !a.dtype.is_float() {
@@ -41,7 +41,7 @@ impl Rules for Matmul {
         let p = MatmulPlan::new(&a.shape, &b.shape, (self.trans_a, self.trans_b))?;
         let mut shape = p.out_batch.clone();
         shape.extend_from_slice(&[p.m, p.n]);
-        Ok(vec![Meta::new(shape, a.dtype)])
+        Ok(Meta::new(shape, a.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Opaque

@@ -104,9 +104,10 @@ pub trait Rules: Debug + Send + Sync + 'static {
     /// A short name for errors and logs ("exp", not "unary").
     fn name(&self) -> &'static str;
 
-    /// Output shapes and dtypes for inputs of these shapes and dtypes, or the `Err` that
-    /// building the node reports. The single home of the primitive's shape/dtype rules.
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>>;
+    /// The output's shape and dtype for inputs of these shapes and dtypes, or the `Err`
+    /// that building the node reports. The single home of the primitive's shape/dtype
+    /// rules. (A graph node holds one output.)
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta>;
 
     /// How the primitive may be fused.
     fn fusion_class(&self) -> FusionClass;
@@ -228,8 +229,8 @@ impl Primitive {
     pub fn name(&self) -> &'static str {
         self.rules().name()
     }
-    /// Output metas for these inputs (see [`Rules::infer`]).
-    pub fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    /// The output's meta for these inputs (see [`Rules::infer`]).
+    pub fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         self.rules().infer(inputs)
     }
     /// How this primitive may be fused.
@@ -247,7 +248,7 @@ mod tests {
         Meta::new(shape, dtype)
     }
 
-    fn infer(p: impl Into<Primitive>, ins: &[Meta]) -> Result<Vec<Meta>> {
+    fn infer(p: impl Into<Primitive>, ins: &[Meta]) -> Result<Meta> {
         p.into().infer(&ins.iter().collect::<Vec<_>>())
     }
 
@@ -264,27 +265,27 @@ mod tests {
     #[test]
     fn infer_gives_shapes_and_dtypes() {
         let exp = Unary { op: UnaryOp::Exp };
-        assert_eq!(infer(exp, &[m(&[2, 3], F32)]).unwrap(), vec![m(&[2, 3], F32)]);
-        assert_eq!(infer(Unary { op: UnaryOp::IsNan }, &[m(&[4], F16)]).unwrap(), vec![m(&[4], Bool)]);
+        assert_eq!(infer(exp, &[m(&[2, 3], F32)]).unwrap(), m(&[2, 3], F32));
+        assert_eq!(infer(Unary { op: UnaryOp::IsNan }, &[m(&[4], F16)]).unwrap(), m(&[4], Bool));
         let lt = Binary { op: BinaryOp::Lt };
-        assert_eq!(infer(lt, &[m(&[3, 1], I32), m(&[4], I32)]).unwrap(), vec![m(&[3, 4], Bool)]);
+        assert_eq!(infer(lt, &[m(&[3, 1], I32), m(&[4], I32)]).unwrap(), m(&[3, 4], Bool));
         let sum = Reduce { op: ReduceOp::Sum, axes: vec![0, 2] };
-        assert_eq!(infer(sum, &[m(&[2, 3, 4], F32)]).unwrap(), vec![m(&[1, 3, 1], F32)]);
+        assert_eq!(infer(sum, &[m(&[2, 3, 4], F32)]).unwrap(), m(&[1, 3, 1], F32));
         let argmax = ArgReduce { op: ArgReduceOp::ArgMax, axis: 1 };
-        assert_eq!(infer(argmax, &[m(&[2, 3], F32)]).unwrap(), vec![m(&[2, 1], U32)]);
+        assert_eq!(infer(argmax, &[m(&[2, 3], F32)]).unwrap(), m(&[2, 1], U32));
         let mm = Matmul { trans_a: true, trans_b: false };
-        assert_eq!(infer(mm, &[m(&[2, 5, 4], F32), m(&[1, 5, 6], F32)]).unwrap(), vec![m(&[2, 4, 6], F32)]);
+        assert_eq!(infer(mm, &[m(&[2, 5, 4], F32), m(&[1, 5, 6], F32)]).unwrap(), m(&[2, 4, 6], F32));
         let cat = Concatenate { axis: 1 };
-        assert_eq!(infer(cat, &[m(&[2, 3], F32), m(&[2, 0], F32), m(&[2, 1], F32)]).unwrap(), vec![m(&[2, 4], F32)]);
+        assert_eq!(infer(cat, &[m(&[2, 3], F32), m(&[2, 0], F32), m(&[2, 1], F32)]).unwrap(), m(&[2, 4], F32));
         let full = Full { value: 1.0, shape: vec![3], dtype: I64 };
-        assert_eq!(infer(full, &[]).unwrap(), vec![m(&[3], I64)]);
+        assert_eq!(infer(full, &[]).unwrap(), m(&[3], I64));
     }
 
     #[test]
     fn infer_refuses_what_the_kernels_do_not_take() {
         use crate::error::Error;
-        let dtype_err = |r: Result<Vec<Meta>>| assert!(matches!(r, Err(Error::DType { .. })), "{r:?}");
-        let shape_err = |r: Result<Vec<Meta>>| assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
+        let dtype_err = |r: Result<Meta>| assert!(matches!(r, Err(Error::DType { .. })), "{r:?}");
+        let shape_err = |r: Result<Meta>| assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
         dtype_err(infer(Unary { op: UnaryOp::Exp }, &[m(&[2], I32)]));
         dtype_err(infer(Unary { op: UnaryOp::Neg }, &[m(&[2], Bool)]));
         dtype_err(infer(Binary { op: BinaryOp::Add }, &[m(&[2], F32), m(&[2], F16)]));

@@ -18,7 +18,7 @@ impl Rules for RandomBits {
     fn name(&self) -> &'static str {
         "random_bits"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("random_bits", inputs, 1)?;
         let key = inputs[0];
         if key.dtype != DType::U32 {
@@ -30,7 +30,7 @@ impl Rules for RandomBits {
                 format!("the key must have 2 elements, got shape {:?}", key.shape),
             ));
         }
-        Ok(vec![Meta::new(self.shape.clone(), DType::U32)])
+        Ok(Meta::new(self.shape.clone(), DType::U32))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Source

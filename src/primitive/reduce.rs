@@ -113,7 +113,7 @@ impl Rules for Reduce {
     fn name(&self) -> &'static str {
         self.op.name()
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity(self.name(), inputs, 1)?;
         let x = inputs[0];
         let mut shape = x.shape.clone();
@@ -124,7 +124,7 @@ impl Rules for Reduce {
             }
             shape[a] = 1;
         }
-        Ok(vec![Meta::new(shape, x.dtype)])
+        Ok(Meta::new(shape, x.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
@@ -167,7 +167,7 @@ impl Rules for ArgReduce {
     fn name(&self) -> &'static str {
         self.op.name()
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity(self.name(), inputs, 1)?;
         let x = inputs[0];
         check_axis(self.name(), self.axis, x.shape.len())?;
@@ -176,7 +176,7 @@ impl Rules for ArgReduce {
         }
         let mut shape = x.shape.clone();
         shape[self.axis] = 1;
-        Ok(vec![Meta::new(shape, DType::U32)])
+        Ok(Meta::new(shape, DType::U32))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction
@@ -227,10 +227,10 @@ impl Rules for Scan {
     fn name(&self) -> &'static str {
         self.op.name()
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity(self.name(), inputs, 1)?;
         check_axis(self.name(), self.axis, inputs[0].shape.len())?;
-        Ok(vec![inputs[0].clone()])
+        Ok(inputs[0].clone())
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::Reduction

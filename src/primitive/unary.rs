@@ -124,14 +124,14 @@ impl Rules for Unary {
         self.op.name()
     }
 
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity(self.name(), inputs, 1)?;
         let x = inputs[0];
         if !self.op.domain().contains(x.dtype) {
             return Err(Error::dtype(self.name(), x.dtype, format!("defined on {}", self.op.domain().describe())));
         }
         let dtype = if self.op.is_predicate() { DType::Bool } else { x.dtype };
-        Ok(vec![Meta::new(x.shape.clone(), dtype)])
+        Ok(Meta::new(x.shape.clone(), dtype))
     }
 
     fn fusion_class(&self) -> FusionClass {

@@ -16,13 +16,13 @@ impl Rules for Reshape {
     fn name(&self) -> &'static str {
         "reshape"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("reshape", inputs, 1)?;
         let x = inputs[0];
         if numel(&self.shape) != x.numel() {
             return Err(Error::shape("reshape", format!("cannot reshape {:?} into {:?}", x.shape, self.shape)));
         }
-        Ok(vec![Meta::new(self.shape.clone(), x.dtype)])
+        Ok(Meta::new(self.shape.clone(), x.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
@@ -52,7 +52,7 @@ impl Rules for AsStrided {
     fn name(&self) -> &'static str {
         "as_strided"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("as_strided", inputs, 1)?;
         let x = inputs[0];
         if self.strides.len() != self.shape.len() {
@@ -75,7 +75,7 @@ impl Rules for AsStrided {
                 ));
             }
         }
-        Ok(vec![Meta::new(self.shape.clone(), x.dtype)])
+        Ok(Meta::new(self.shape.clone(), x.dtype))
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
@@ -158,9 +158,9 @@ impl Rules for DeviceCopy {
     fn name(&self) -> &'static str {
         "copy"
     }
-    fn infer(&self, inputs: &[&Meta]) -> Result<Vec<Meta>> {
+    fn infer(&self, inputs: &[&Meta]) -> Result<Meta> {
         arity("copy", inputs, 1)?;
-        Ok(vec![inputs[0].clone()])
+        Ok(inputs[0].clone())
     }
     fn fusion_class(&self) -> FusionClass {
         FusionClass::View
