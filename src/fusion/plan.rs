@@ -3,6 +3,8 @@
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, Weak};
 
+use arrayvec::ArrayVec;
+
 use super::program::{Program, Step};
 use super::{Fuser, debug};
 use crate::array::{Array, Node, State};
@@ -150,10 +152,16 @@ pub fn programs(outputs: &[&Array]) -> Vec<Program> {
         .collect()
 }
 
-/// A pending node's primitive and inputs (cloned: the node stays pending).
-fn pending(a: &Array) -> Option<(Primitive, Vec<Array>)> {
+/// A node's inputs as the planner copies them: a step takes at most three, so they fit
+/// on the stack (a vector here was an allocation per node per eval).
+type Inputs = ArrayVec<Array, 3>;
+
+/// A pending node's primitive and inputs (copied: the node stays pending); `None` for a
+/// node that is not pending or takes more inputs than any step.
+fn pending(a: &Array) -> Option<(Primitive, Inputs)> {
     match &*a.0.lock() {
-        State::Pending { op, inputs } => Some((op.clone(), inputs.clone())),
+        State::Pending { op, inputs } if inputs.len() <= 3 => Some((op.clone(), inputs.iter().cloned().collect())),
+        State::Pending { .. } => None,
         State::Running | State::Ready { .. } | State::Failed(_) => None,
     }
 }
@@ -223,8 +231,10 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region>
         consts: HashMap::new(),
         work: Vec::new(),
     };
-    g.members.insert(root.ptr(), (root.clone(), op, inputs));
-    g.add_inputs_of(root.ptr());
+    g.members.insert(root.ptr(), Member::new(root.clone(), op, &inputs));
+    g.add_inputs(&inputs);
+    // Our copies of the root's inputs go before any reference count is compared.
+    drop(inputs);
     while let Some(p) = g.work.pop() {
         g.try_absorb(p);
     }
@@ -249,6 +259,22 @@ fn broadcasts_to(shape: &[usize], target: &[usize]) -> bool {
     shape.len() <= target.len() && shape.iter().rev().zip(target.iter().rev()).all(|(&s, &t)| s == t || s == 1)
 }
 
+/// A node the region absorbed: its handle, primitive, and inputs by address (the nodes
+/// themselves are in [`Growth`]'s maps: members, leaves or constants). Its input list is
+/// not copied: the reference counts [`Growth::try_absorb`] compares count only the
+/// nodes' own input slots and the planner's one handle per leaf.
+struct Member {
+    a: Array,
+    op: Primitive,
+    ins: ArrayVec<*const Node, 3>,
+}
+
+impl Member {
+    fn new(a: Array, op: Primitive, inputs: &[Array]) -> Member {
+        Member { a, op, ins: inputs.iter().map(Array::ptr).collect() }
+    }
+}
+
 struct Growth<'a> {
     stream: Stream,
     shape: Vec<usize>,
@@ -263,9 +289,8 @@ struct Growth<'a> {
     row: Option<Vec<usize>>,
     /// Members something outside the region holds: written out as extra outputs.
     exposed: HashSet<*const Node>,
-    /// Absorbed nodes (the root included), with their primitive and inputs (one handle
-    /// per input slot, counted when comparing with a node's references).
-    members: HashMap<*const Node, (Array, Primitive, Vec<Array>)>,
+    /// Absorbed nodes (the root included).
+    members: HashMap<*const Node, Member>,
     /// Inputs of members that are not members: how many times members' input lists name
     /// them, and one handle (ours, counted when comparing with the node's references).
     refs: HashMap<*const Node, (usize, Array)>,
@@ -276,12 +301,9 @@ struct Growth<'a> {
 }
 
 impl Growth<'_> {
-    /// Records the inputs of member `m` as leaves or constants, and queues the leaves.
-    fn add_inputs_of(&mut self, m: *const Node) {
-        for k in 0..self.members[&m].2.len() {
-            // A temporary handle (dropped before any reference count is compared).
-            let i = self.members[&m].2[k].clone();
-            let i = &i;
+    /// Records the `inputs` of a new member as leaves or constants, and queues the leaves.
+    fn add_inputs(&mut self, inputs: &[Array]) {
+        for i in inputs {
             let p = i.ptr();
             if let Some(c) = self.consts.get_mut(&p) {
                 c.2 += 1;
@@ -331,13 +353,13 @@ impl Growth<'_> {
         {
             return;
         }
-        // Held only by the `count` input slots of members naming it, our copies of those
-        // slots, our handle in `refs` and `a` just now: nothing outside the region needs it.
+        // Held only by the `count` input slots of members naming it, our handle in `refs`
+        // and `a` just now: nothing outside the region needs it.
         // Otherwise it may still join as an extra output, if no node of this eval outside
         // the region consumes it (such a node would run before the region, or feed it:
         // another region's leaf list counts here too, through its member). Extra outputs
         // are at the region's shape.
-        let held_outside = Arc::strong_count(&a.0) != 2 * count + 2;
+        let held_outside = Arc::strong_count(&a.0) != count + 2;
         if held_outside && (!self.exposes || !at_shape || self.consumers.get(&p) != Some(&count)) {
             return;
         }
@@ -365,69 +387,77 @@ impl Growth<'_> {
         if held_outside {
             self.exposed.insert(p);
         }
-        self.members.insert(p, (a, op, inputs));
-        self.add_inputs_of(p);
+        if self.members.len() == 1 {
+            // A region after all: room for a typical one at once, not rehashing at 3,
+            // 7, 14 and 28 members (callgrind, the 1000-op chain, session 17).
+            self.members.reserve(16);
+        }
+        self.members.insert(p, Member::new(a, op, &inputs));
+        self.add_inputs(&inputs);
     }
 
     /// The program: members in dependency order from the root, inputs numbered as met.
     /// `None` only if a member is not a step after all (absorbing checks that it is).
     fn finish(mut self, root: &Array, reduction: Option<(ReduceOp, Vec<usize>)>) -> Option<Region> {
-        let mut values: HashMap<*const Node, usize> =
-            HashMap::with_capacity(self.members.len() + self.consts.len() + self.refs.len());
-        let mut steps = Vec::new();
-        let mut leaves: Vec<Array> = Vec::new();
-        let mut metas = Vec::new();
-        let mut order = Vec::new();
+        let values_len = self.members.len() + self.consts.len() + self.refs.len();
+        let mut values: HashMap<*const Node, usize> = HashMap::with_capacity(values_len);
+        let mut steps = Vec::with_capacity(values_len);
+        let mut leaves: Vec<Array> = Vec::with_capacity(self.refs.len());
+        let mut metas = Vec::with_capacity(self.refs.len());
+        let mut order = Vec::with_capacity(self.members.len());
         let (mut extra_outputs, mut exposed) = (Vec::new(), Vec::new());
         let mut result = usize::MAX;
-        // Iterative post-order over members; leaves and constants become values as met.
-        let mut stack = vec![(root.clone(), false)];
-        while let Some((a, expanded)) = stack.pop() {
-            let p = a.ptr();
+        let root_ptr = root.ptr();
+        // Iterative post-order over members, by address; leaves and constants become
+        // values as met.
+        let mut stack = vec![(root_ptr, false)];
+        while let Some((p, expanded)) = stack.pop() {
             if values.contains_key(&p) {
                 continue;
             }
-            if let Some((c, _, _)) = self.consts.get(&p) {
+            if let Some((c, a, _)) = self.consts.get(&p) {
                 let step = Step::of(c, &[]).expect("folded constants are Full");
                 values.insert(p, steps.len());
                 steps.push((step, a.dtype()));
                 continue;
             }
-            let Some((_, op, inputs)) = self.members.get(&p) else {
+            let Some(m) = self.members.get(&p) else {
+                // Every input of a member is a member, a constant or a leaf.
+                let (_, a) = self.refs.get(&p)?;
                 values.insert(p, steps.len());
                 steps.push((Step::Input(leaves.len()), a.dtype()));
                 metas.push(a.meta().clone());
-                leaves.push(a);
+                leaves.push(a.clone());
                 continue;
             };
             if expanded {
-                let args: Vec<usize> = inputs.iter().map(|i| values[&i.ptr()]).collect();
-                if reduction.is_some() && p == root.ptr() {
+                let args: ArrayVec<usize, 3> = m.ins.iter().map(|i| values[i]).collect();
+                if reduction.is_some() && p == root_ptr {
                     // The reduction root is the program's `reduction`, not a step.
                     result = *args.first()?;
                     continue;
                 }
                 values.insert(p, steps.len());
-                steps.push((Step::of(op, &args)?, a.dtype()));
-                if p != root.ptr() {
+                steps.push((Step::of(&m.op, &args)?, m.a.dtype()));
+                if p != root_ptr {
                     if self.exposed.contains(&p) {
-                        extra_outputs.push(values[&p]);
-                        exposed.push(a.clone());
+                        extra_outputs.push(steps.len() - 1);
+                        exposed.push(m.a.clone());
                     }
-                    order.push(a);
+                    order.push(m.a.clone());
                 }
                 continue;
             }
-            stack.push((a.clone(), true));
-            for i in inputs.iter().rev() {
-                if !values.contains_key(&i.ptr()) {
-                    stack.push((i.clone(), false));
+            stack.push((p, true));
+            for &i in m.ins.iter().rev() {
+                if !values.contains_key(&i) {
+                    stack.push((i, false));
                 }
             }
         }
         self.refs.clear();
         if reduction.is_none() {
-            result = values[&root.ptr()];
+            result = values[&root_ptr];
         }
         // The root's axes, or those the row shape of the absorbed reductions keeps as 1.
         let reduce_axes = match (&reduction, &self.row) {
