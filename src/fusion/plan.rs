@@ -9,6 +9,7 @@ use super::program::{Program, Step};
 use super::{Fuser, debug};
 use crate::array::{Array, Node, State};
 use crate::backend::backend_for;
+use crate::eval::{Met, Order};
 use crate::primitive::{FusionClass, Meta, Primitive, ReduceOp};
 use crate::stream::Stream;
 
@@ -62,8 +63,8 @@ pub(crate) enum Plan {
 /// Groups the pending nodes of `order` (inputs before users) into regions where their
 /// backends fuse; the result keeps the order's dependencies. `outputs` are what the
 /// order was made for: they are always run.
-pub(crate) fn plan(order: Vec<Weak<Node>>, outputs: &[&Array]) -> Vec<Plan> {
-    let consumers = consumers(&order);
+pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
+    let Order { nodes: order, met: consumers } = order;
     // Sized once: most nodes of a fusing eval end up taken.
     let mut taken: HashSet<*const Node> = HashSet::with_capacity(order.len());
     let mut regions: HashMap<*const Node, Box<Region>> = HashMap::new();
@@ -102,7 +103,7 @@ pub(crate) fn plan(order: Vec<Weak<Node>>, outputs: &[&Array]) -> Vec<Plan> {
     for w in order.iter().filter(|_| !folded.is_empty()) {
         let Some(node) = w.upgrade() else { continue };
         let ptr = Arc::as_ptr(&node);
-        if let (Some(&(slots, holders)), Some(&readers)) = (folded.get(&ptr), consumers.get(&ptr))
+        if let (Some(&(slots, holders)), Some(readers)) = (folded.get(&ptr), consumers.get(&ptr).map(|m| m.consumers))
             && slots == readers
             && Arc::strong_count(&node) == readers + holders + 1
             && !outputs.iter().any(|o| o.ptr() == ptr)
@@ -121,22 +122,6 @@ pub(crate) fn plan(order: Vec<Weak<Node>>, outputs: &[&Array]) -> Vec<Plan> {
             }
         })
         .collect()
-}
-
-/// For every node, how many input slots of the pending nodes of `order` name it: the
-/// consumers this eval runs (a node's other holders are user handles and nodes not being
-/// evaluated).
-fn consumers(order: &[Weak<Node>]) -> HashMap<*const Node, usize> {
-    let mut c: HashMap<*const Node, usize> = HashMap::with_capacity(order.len());
-    for w in order {
-        let Some(node) = w.upgrade() else { continue };
-        if let State::Pending { inputs, .. } = &*node.lock() {
-            for i in inputs {
-                *c.entry(i.ptr()).or_default() += 1;
-            }
-        }
-    }
-    c
 }
 
 /// The programs the next eval of `outputs` would run fused (with fusion on), without
@@ -197,7 +182,7 @@ fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
 }
 
 /// The region rooted at `root`, if it fuses more than the root alone.
-fn grow(root: &Array, consumers: &HashMap<*const Node, usize>) -> Option<Region> {
+fn grow(root: &Array, consumers: &HashMap<*const Node, Met>) -> Option<Region> {
     let stream = root.stream();
     let fuser = fuser_for(&stream)?;
     let limits = fuser.limits();
@@ -280,8 +265,8 @@ struct Growth<'a> {
     shape: Vec<usize>,
     fuser: &'static dyn Fuser,
     limits: Limits,
-    /// [`consumers`] of the eval.
-    consumers: &'a HashMap<*const Node, usize>,
+    /// What the eval's walk met: each node's consumers in the eval.
+    consumers: &'a HashMap<*const Node, Met>,
     /// Whether members may be written out as extra outputs (not with a reduction).
     exposes: bool,
     /// The shape of the region's reductions (the root's output, or the first absorbed
@@ -360,7 +345,7 @@ impl Growth<'_> {
         // another region's leaf list counts here too, through its member). Extra outputs
         // are at the region's shape.
         let held_outside = Arc::strong_count(&a.0) != count + 2;
-        if held_outside && (!self.exposes || !at_shape || self.consumers.get(&p) != Some(&count)) {
+        if held_outside && (!self.exposes || !at_shape || self.consumers.get(&p).map(|m| m.consumers) != Some(count)) {
             return;
         }
         let Some((op, inputs)) = pending(&a) else { return };
