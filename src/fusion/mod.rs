@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use plan::{Limits, programs};
-pub(crate) use plan::{Plan, Region, plan};
+pub(crate) use plan::{Plan, Region, plan, single};
 pub use program::{Program, Step};
 
 use crate::backend::{Buffer, Input};

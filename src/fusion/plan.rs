@@ -124,6 +124,24 @@ pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
         .collect()
 }
 
+/// True if an eval of `a` would run `a` alone: it is pending, every input is computed
+/// already, and its backend makes no region of it by itself (a lone op reading an input
+/// broadcast, where [`Limits::lone_broadcasts`]). `eval` then runs it without the walk
+/// and the planner: the commonest eval of all (an op on computed arrays, then a read)
+/// spent a third of its instructions there (callgrind, the tiny read-back, session 17).
+pub(crate) fn single(a: &Array) -> bool {
+    let Some((op, inputs)) = pending(a) else { return false };
+    if inputs.iter().any(|i| matches!(&*i.0.lock(), State::Pending { .. })) {
+        return false;
+    }
+    let lone = || {
+        fuser_for(&a.stream()).is_some_and(|f| f.limits().lone_broadcasts)
+            && op.fusion_class() == FusionClass::Elementwise
+            && inputs.iter().any(|i| i.meta().numel() != 1 && i.meta().shape != a.meta().shape)
+    };
+    !super::enabled() || !lone()
+}
+
 /// The programs the next eval of `outputs` would run fused (with fusion on), without
 /// running anything: for tests, and for backend authors checking their code generator.
 pub fn programs(outputs: &[&Array]) -> Vec<Program> {
@@ -198,6 +216,12 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, Met>) -> Option<Region> {
         _ => return None,
     };
     if !accepted(fuser, &op, &inputs, root.meta()) {
+        return None;
+    }
+    // Nothing to absorb (every input computed already) and no reason to fuse a lone op:
+    // no region, found without the tables below (an op on ready arrays, the commonest
+    // eval of all, paid for them: callgrind, the tiny read-back, session 17).
+    if !limits.lone_broadcasts && inputs.iter().all(|i| !matches!(&*i.0.lock(), State::Pending { .. })) {
         return None;
     }
     let mut g = Growth {

@@ -45,6 +45,33 @@ fn statement_temporaries_are_written_out_let_bound_results_alone() {
     assert!(alone[0].extra_outputs.is_empty(), "{}", alone[0]);
 }
 
+/// An eval of one op on computed arrays runs that op alone (without the planner), except
+/// where the backend makes a region of a lone op reading an input broadcast (the GPU's
+/// generated kernels index broadcasts better than its own): then it is still one region.
+#[test]
+fn one_op_on_computed_arrays_runs_alone_or_as_its_lone_region() {
+    for d in devices() {
+        on(d, || {
+            let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+            let s = Array::from_slice(&[2.0f32, 4.0], &[2, 1])?;
+            lazuli::eval(&[&x, &s])?;
+            let lone_broadcasts = d.kind == lazuli::DeviceKind::Gpu;
+            for (name, y, regions, want) in [
+                ("x * x", (&x * &x)?, 0, vec![1.0f32, 4.0, 9.0, 16.0, 25.0, 36.0]),
+                ("x / s", (&x / &s)?, u64::from(lone_broadcasts), vec![0.5, 1.0, 1.5, 1.0, 1.25, 1.5]),
+            ] {
+                let (prims, regs) = (lazuli::primitives_run_here(), fusion::regions_run_here());
+                fusion::with_enabled(true, || y.eval())?;
+                assert_eq!(lazuli::primitives_run_here() - prims, 1, "{d} {name}");
+                assert_eq!(fusion::regions_run_here() - regs, regions, "{d} {name}");
+                assert_eq!(y.to_vec::<f32>()?, want, "{d} {name}");
+            }
+            lazuli::Result::Ok(())
+        })
+        .unwrap();
+    }
+}
+
 /// Wide fused kernels give each thread several vectors of four (the last thread fewer):
 /// every element of sizes around those boundaries is written, with an extra output too.
 #[test]
