@@ -112,8 +112,8 @@ impl Program {
         self.steps.iter().any(|(s, _)| matches!(s, Step::Reduce(..)))
     }
 
-    /// Number of primitives the region stands for (constants included): what it saves
-    /// over running them one by one.
+    /// Number of primitives the region computes (constants included; identical ones are
+    /// one step): what it saves over running them one by one.
     pub fn primitives(&self) -> usize {
         self.steps.iter().filter(|(s, _)| !matches!(s, Step::Input(_))).count() + usize::from(self.reduction.is_some())
     }
