@@ -30,8 +30,11 @@
 //!   512 MiB. The default cache limit is the most bytes live buffers have held at once
 //!   since the start (at least 1 GiB): a loop keeps reusing its working set, and the
 //!   device holds at most about twice its largest working set; [`set_cache_limit`]
-//!   fixes it instead; the CPU caches nothing (the system allocator reuses memory),
-//!   so its cache is 0 and its cache limit has no effect.
+//!   fixes it instead. The CPU keeps released buffers of 1 MiB or more the same way,
+//!   with no floor under the default limit (smaller ones go back to the system
+//!   allocator, which reuses them): an allocation of a size released before gets it
+//!   back instead of fresh pages, whose faults made a 1M-element fused chain 4x slower
+//!   depending on how earlier allocations had gone (BENCHMARKS.md, session 17).
 //!
 //! # Limits
 //! [`set_memory_limit`] bounds active bytes: an allocation that would pass it fails with
@@ -150,23 +153,27 @@ pub fn reset_peak(device: Device) {
     }
 }
 
-/// Idle bytes `device` keeps for reuse (the GPU's buffer pools; 0 on the CPU).
+/// Idle bytes `device` keeps for reuse (the GPU's buffer pools; on the CPU, dropped
+/// buffers of 1 MiB or more kept for the next allocation of their size).
 pub fn cache(device: Device) -> u64 {
     match device.kind {
         DeviceKind::Gpu if device.index == 0 => gpu_cache(),
-        DeviceKind::Cpu | DeviceKind::Gpu | DeviceKind::Custom(_) => 0,
+        DeviceKind::Cpu => crate::backend::cpu::pool::pooled_bytes(),
+        DeviceKind::Gpu | DeviceKind::Custom(_) => 0,
     }
 }
 
 /// Sets how many idle bytes `device` may keep for reuse (evicting down to it now) and
-/// returns the previous limit (by default the GPU's follows the most bytes held at once,
-/// at least 1 GiB: see [What is counted](self#what-is-counted); a set limit stays fixed). On the CPU, which caches nothing, it is accepted and has
-/// no effect (the previous value returned is 0).
+/// returns the previous limit. By default the limit follows the most bytes held at once,
+/// at least 1 GiB on the GPU and with no floor on the CPU (see
+/// [What is counted](self#what-is-counted)); a set limit stays fixed. 0 turns the CPU's
+/// cache off.
 pub fn set_cache_limit(device: Device, bytes: u64) -> Result<u64> {
     ledger_or_err(device, "set_cache_limit")?;
     match device.kind {
         DeviceKind::Gpu => gpu_set_cache_limit(bytes),
-        DeviceKind::Cpu | DeviceKind::Custom(_) => Ok(0),
+        DeviceKind::Cpu => Ok(crate::backend::cpu::pool::set_cap(bytes)),
+        DeviceKind::Custom(_) => Ok(0),
     }
 }
 
@@ -185,7 +192,11 @@ pub fn clear_cache(device: Device) -> Result<()> {
     ledger_or_err(device, "clear_cache")?;
     match device.kind {
         DeviceKind::Gpu => gpu_clear_cache(),
-        DeviceKind::Cpu | DeviceKind::Custom(_) => Ok(()),
+        DeviceKind::Cpu => {
+            crate::backend::cpu::pool::clear();
+            Ok(())
+        }
+        DeviceKind::Custom(_) => Ok(()),
     }
 }
 

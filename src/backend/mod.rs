@@ -14,6 +14,7 @@ pub mod gpu;
 #[cfg(not(feature = "gpu"))]
 #[path = "gpu_off.rs"]
 pub mod gpu;
+mod pool;
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -431,16 +431,13 @@ pub(crate) fn predicate_into<T: CpuElem>(op: UnaryOp, x: &[T], out: &mut [bool])
     }
 }
 
-/// A zero-filled output of `n` elements (the allocator's zeroed pages for large ones).
-fn output<U: Default + Clone>(n: usize) -> Vec<U> {
-    vec![U::default(); n]
+/// An output of `n` elements, every one of which the caller writes ([`super::pool::output`]).
+fn output<U: CpuElem>(n: usize) -> Vec<U> {
+    super::pool::output(n)
 }
 
 /// `f` on chunks of the contiguous input `x` and the output.
-fn unary_map<T: Sync, U: Default + Clone + Send>(
-    x: &[T],
-    f: impl Fn(&[T], &mut [U]) -> Result<()> + Sync,
-) -> Result<Vec<U>> {
+fn unary_map<T: Sync, U: CpuElem + Send>(x: &[T], f: impl Fn(&[T], &mut [U]) -> Result<()> + Sync) -> Result<Vec<U>> {
     let mut out = output(x.len());
     par_fill(&mut out, |start, o| f(&x[start..start + o.len()], o))?;
     Ok(out)
@@ -454,7 +451,7 @@ pub(super) fn unary(op: UnaryOp, x: &CpuData) -> Result<CpuData> {
 }
 
 /// `f` over `a` and `b` broadcast to `out`, as runs of slices and scalars.
-fn binary_map<T: Copy + Sync, U: Default + Clone + Send>(
+fn binary_map<T: Copy + Sync, U: CpuElem + Send>(
     a: &[T],
     sa: &[usize],
     b: &[T],

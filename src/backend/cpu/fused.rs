@@ -208,7 +208,7 @@ where
 /// Runs the program into a new output of `n` elements, in tasks of [`TASK_CHUNKS`]
 /// chunks (on threads from [`PAR_MIN`] elements), each with its own scratch; `extras`
 /// holds each task's slices of the extra outputs.
-fn drive<T: Send + Copy + Default>(
+fn drive<T: CpuElem + Send + Copy + Default>(
     n: usize,
     wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>,
     cx: &Ctx<'_>,
@@ -219,7 +219,7 @@ fn drive<T: Send + Copy + Default>(
     if extras.len() != n.div_ceil(task) {
         return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
     }
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = super::pool::vec(n);
     let run = |(t, (o, mut ex)): (usize, (&mut [MaybeUninit<T>], Vec<Spare<'_>>))| -> Result<()> {
         let mut scratch = cx.scratch();
         for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
@@ -250,7 +250,10 @@ fn drive<T: Send + Copy + Default>(
 
 /// Room for `n` elements at the end of an empty `d`, cut into slices of `size`.
 fn split_spare(d: &mut CpuData, n: usize, size: usize) -> Vec<Spare<'_>> {
-    fn cut<T>(v: &mut Vec<T>, n: usize, size: usize) -> std::slice::ChunksMut<'_, MaybeUninit<T>> {
+    fn cut<T: CpuElem>(v: &mut Vec<T>, n: usize, size: usize) -> std::slice::ChunksMut<'_, MaybeUninit<T>> {
+        if v.capacity() < n {
+            *v = super::pool::vec(n);
+        }
         v.reserve_exact(n);
         v.spare_capacity_mut()[..n].chunks_mut(size)
     }

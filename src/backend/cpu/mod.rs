@@ -9,6 +9,7 @@ mod fused;
 mod kernels;
 mod math;
 mod matmul;
+pub(crate) mod pool;
 pub(crate) mod random;
 mod reduce;
 mod reduce_fast;
@@ -48,6 +49,10 @@ impl CpuBuffer {
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
         crate::memory::CPU.sub(self.data.byte_len());
+        // A large vector goes back to the pool (an empty one takes its place: no allocation).
+        if self.data.capacity_bytes() >= pool::MIN_BYTES {
+            pool::release(std::mem::replace(&mut self.data, CpuData::Bool(Vec::new())));
+        }
     }
 }
 

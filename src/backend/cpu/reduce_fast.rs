@@ -299,7 +299,7 @@ fn scan_with<T: CpuElem, F>(v: &[T], outer: usize, len: usize, inner: usize, rev
 where
     F: Fn(f64, f64) -> f64 + Copy + Sync + Send,
 {
-    let mut out = vec![T::default(); v.len()];
+    let mut out = super::pool::filled(v.len(), T::default());
     let slab = len * inner;
     let task = |(o, dst): (usize, &mut [T])| {
         let src = &v[o * slab..(o + 1) * slab];

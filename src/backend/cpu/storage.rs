@@ -60,6 +60,8 @@ pub(crate) trait CpuElem: Element + PartialOrd + Default {
     fn wrap(v: Vec<Self>) -> CpuData;
     /// The typed slice, if `d` holds this type.
     fn unwrap(d: &CpuData) -> Option<&[Self]>;
+    /// The vector itself, if `d` holds this type.
+    fn into_vec(d: CpuData) -> Option<Vec<Self>>;
     /// `self + other` in this type as `scatter_add` accumulates: integers wrap (two's
     /// complement), floats round once per addition, bool is `or`.
     fn accumulate(self, other: Self) -> Self;
@@ -72,6 +74,9 @@ macro_rules! cpu_elem {
                 CpuData::$var(v)
             }
             fn unwrap(d: &CpuData) -> Option<&[Self]> {
+                if let CpuData::$var(v) = d { Some(v) } else { None }
+            }
+            fn into_vec(d: CpuData) -> Option<Vec<Self>> {
                 if let CpuData::$var(v) = d { Some(v) } else { None }
             }
             fn accumulate(self, other: Self) -> Self {
@@ -101,10 +106,18 @@ impl CpuData {
         with_data!(self, |v| std::mem::size_of_val(v.as_slice()) as u64)
     }
 
+    /// Bytes the vector has room for (its allocation).
+    pub fn capacity_bytes(&self) -> usize {
+        fn room<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        with_data!(self, |v| room(v))
+    }
+
     /// `len` copies of `value` cast to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
         fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {
-            T::wrap(vec![T::from_f64(value); len])
+            T::wrap(super::pool::filled(len, T::from_f64(value)))
         }
         match dtype {
             DType::Bool => f::<bool>(len, value),

@@ -10,13 +10,13 @@
 //! through buffers mapped at creation or copies recorded in the batch.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 
 use super::context::{Context, context};
 use super::encoder::{self, Lane};
 use crate::backend::DeviceBuffer;
+use crate::backend::pool::{Cap, Pool};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::stream::{Device, Stream};
@@ -27,31 +27,6 @@ pub(crate) const STORAGE: wgpu::BufferUsages =
 
 /// The least the default cap keeps idle: small programs never free and reallocate.
 const POOL_FLOOR_BYTES: u64 = 1 << 30;
-
-/// How many idle bytes the pool keeps at most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cap {
-    /// The default: the most bytes live buffers have held at once (never below
-    /// [`POOL_FLOOR_BYTES`]), so a loop whose working set was allocated once keeps getting
-    /// it back and memory held stays within twice the largest working set. (A fixed 1 GiB
-    /// made softmax over 1 GiB rows on an H200 allocate fresh buffers every call: 20 GB/s,
-    /// 464 with this cap and the fusion changes of the same session; an unfused 5-op chain
-    /// over 64M f32, whose temporaries passed the cap, took 12.4 ms where its first four
-    /// ops took 1.2.)
-    HighWater,
-    /// Set by `lazuli::memory::set_cache_limit`.
-    Bytes(u64),
-}
-
-impl Cap {
-    /// The cap in bytes when live buffers have held at most `high_water` bytes at once.
-    fn bytes(self, high_water: u64) -> u64 {
-        match self {
-            Cap::HighWater => high_water.max(POOL_FLOOR_BYTES),
-            Cap::Bytes(b) => b,
-        }
-    }
-}
 
 /// A GPU buffer holding `len` elements of `dtype` in the device layout (bool as u32).
 pub(crate) struct GpuBuffer {
@@ -146,91 +121,13 @@ fn bucket(bytes: u64, ctx: &Context) -> u64 {
     if rounded > cap { b } else { rounded }
 }
 
-/// How many idle buffers of a size [`Pool::take`] looks at: past a few, making a new
-/// buffer is cheaper than searching.
-const TAKE_SCAN: usize = 8;
-
-/// Idle buffers by bucket size, at most `cap` bytes in all. When a released buffer would
-/// pass the cap, the least recently released buffers are evicted first: a loop that
-/// allocates and drops same-sized arrays must keep getting its buffer back. (Dropping the
-/// newest instead made an f16 8192² matmul loop on an H200 allocate a fresh 128 MiB output
-/// every time, once earlier sizes had filled the pool: 77 instead of 123 TFLOP/s.)
-struct Pool<B> {
-    /// Idle buffers by size, each with its release number, oldest first.
-    free: HashMap<u64, VecDeque<(u64, B)>>,
-    /// Release number -> size of every idle buffer: the least recently released first.
-    /// (A map, not a list searched on every take: a chain of a million small ops keeps
-    /// many idle buffers, and a linear search made it quadratic.)
-    order: BTreeMap<u64, u64>,
-    /// The next release number.
-    seq: u64,
-    bytes: u64,
-    cap: Cap,
-}
-
-impl<B> Pool<B> {
-    fn new(cap: Cap) -> Self {
-        Pool { free: HashMap::new(), order: BTreeMap::new(), seq: 0, bytes: 0, cap }
-    }
-
-    /// Sets the cap, returning the old one and the buffers evicted to fit under the new
-    /// (`high_water`: see [`Cap::bytes`]).
-    fn set_cap(&mut self, cap: Cap, high_water: u64) -> (Cap, Vec<B>) {
-        let old = std::mem::replace(&mut self.cap, cap);
-        let limit = cap.bytes(high_water);
-        let mut evicted = Vec::new();
-        while self.bytes > limit {
-            let (_, size) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
-            let (_, b) = self.free.get_mut(&size).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
-            evicted.push(b);
-            self.bytes -= size;
-        }
-        (old, evicted)
-    }
-
-    /// The most recently released buffer of `size` bytes for which `usable` holds, among
-    /// the [`TAKE_SCAN`] most recent, if any.
-    fn take(&mut self, size: u64, usable: impl Fn(&B) -> bool) -> Option<B> {
-        let q = self.free.get_mut(&size)?;
-        let i = (0..q.len()).rev().take(TAKE_SCAN).find(|&i| usable(&q[i].1))?;
-        let (seq, b) = q.remove(i).expect("in range");
-        self.order.remove(&seq).expect("order tracks every idle buffer");
-        self.bytes -= size;
-        Some(b)
-    }
-
-    /// Keeps `b` (of `size` bytes); returns the buffers evicted to stay under the cap (or
-    /// `b` itself when it alone is larger than the cap). `high_water`: see [`Cap::bytes`].
-    fn put(&mut self, b: B, size: u64, high_water: u64) -> Vec<B> {
-        let cap = self.cap.bytes(high_water);
-        if size > cap {
-            return vec![b];
-        }
-        let mut evicted = Vec::new();
-        while self.bytes + size > cap {
-            let (seq, oldest) = self.order.pop_first().expect("bytes > 0 means a buffer is idle");
-            let (s, e) =
-                self.free.get_mut(&oldest).and_then(|q| q.pop_front()).expect("order tracks every idle buffer");
-            debug_assert_eq!(s, seq, "the oldest of a size is the oldest in order");
-            evicted.push(e);
-            self.bytes -= oldest;
-        }
-        let seq = self.seq;
-        self.seq += 1;
-        self.free.entry(size).or_default().push_back((seq, b));
-        self.order.insert(seq, size);
-        self.bytes += size;
-        evicted
-    }
-}
-
 /// An idle buffer and the lanes that used it (see [`GpuBuffer::users`]).
 struct Idle(wgpu::Buffer, u64);
 
 fn pool() -> &'static Mutex<Pool<Idle>> {
     // Leaked like the context: buffers may drop during process exit.
     static P: OnceLock<&'static Mutex<Pool<Idle>>> = OnceLock::new();
-    P.get_or_init(|| Box::leak(Box::new(Mutex::new(Pool::new(Cap::HighWater)))))
+    P.get_or_init(|| Box::leak(Box::new(Mutex::new(Pool::new(Cap::HighWater(POOL_FLOOR_BYTES))))))
 }
 
 fn lock_pool() -> std::sync::MutexGuard<'static, Pool<Idle>> {
@@ -359,73 +256,4 @@ pub(crate) fn create_with_data(stream: &Stream, dtype: DType, len: usize, data: 
         .map_err(|e| with_size(e, size))?;
     crate::memory::GPU.add(size);
     Ok(GpuBuffer::new(raw, bytes, len, dtype, Lane::of(stream)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Cap, POOL_FLOOR_BYTES, Pool};
-
-    #[test]
-    fn pool_evicts_least_recently_released() {
-        let mut p = Pool::new(Cap::Bytes(100));
-        assert!(p.put("a40", 40, 0).is_empty());
-        assert!(p.put("b40", 40, 0).is_empty());
-        // 40 + 40 + 30 > 100: the oldest (a) goes, the newest stays.
-        assert_eq!(p.put("c30", 30, 0), ["a40"]);
-        assert_eq!(p.take(40, |_| true), Some("b40"));
-        assert_eq!(p.take(40, |_| true), None);
-        assert!(p.put("d60", 60, 0).is_empty());
-        assert_eq!(p.put("e50", 50, 0), ["c30", "d60"]);
-        assert_eq!(p.put("big", 101, 0), ["big"]);
-        assert_eq!(p.take(50, |_| true), Some("e50"));
-        assert_eq!((p.bytes, p.order.len()), (0, 0));
-    }
-
-    #[test]
-    fn pool_cap_lowered_evicts_oldest() {
-        let mut p = Pool::new(Cap::Bytes(100));
-        p.put("a30", 30, 0);
-        p.put("b30", 30, 0);
-        p.put("c20", 20, 0);
-        assert_eq!(p.set_cap(Cap::Bytes(50), 0), (Cap::Bytes(100), vec!["a30"]));
-        assert_eq!(p.bytes, 50);
-        assert_eq!(p.put("d40", 40, 0), ["b30", "c20"], "the new cap holds");
-        assert_eq!(p.set_cap(Cap::Bytes(0), 0).1.len(), 1);
-        assert_eq!((p.bytes, p.order.len()), (0, 0));
-    }
-
-    #[test]
-    fn pool_takes_the_newest_usable() {
-        let mut p = Pool::new(Cap::Bytes(1000));
-        for i in 0..12 {
-            p.put(i, 10, 0);
-        }
-        assert_eq!(p.take(10, |&i| i % 3 == 0), Some(9), "the newest that may be used");
-        assert_eq!(p.take(10, |&i| i == 0), None, "past the scan, a new buffer is cheaper");
-        assert_eq!(p.take(10, |_| true), Some(11));
-        assert_eq!((p.bytes, p.order.len()), (100, 10));
-    }
-
-    #[test]
-    fn pool_returns_the_newest_of_a_size() {
-        let mut p = Pool::new(Cap::Bytes(100));
-        p.put(1, 10, 0);
-        p.put(2, 10, 0);
-        assert_eq!(p.take(10, |_| true), Some(2));
-        assert_eq!(p.take(10, |_| true), Some(1));
-    }
-
-    #[test]
-    fn default_cap_follows_the_high_water_mark() {
-        assert_eq!(Cap::HighWater.bytes(10), POOL_FLOOR_BYTES, "never below the floor");
-        let big = 3 * POOL_FLOOR_BYTES;
-        assert_eq!(Cap::HighWater.bytes(big), big);
-        // A working set of three floor-sized buffers, released after use, stays idle whole.
-        let mut p = Pool::new(Cap::HighWater);
-        for i in 0..3 {
-            assert!(p.put(i, POOL_FLOOR_BYTES, big).is_empty());
-        }
-        assert_eq!(p.put(3, POOL_FLOOR_BYTES, big), [0], "the oldest goes past the mark");
-        assert_eq!(Cap::Bytes(5).bytes(big), 5, "a set limit is kept as set");
-    }
 }
