@@ -239,6 +239,10 @@ impl Array {
     pub fn is_evaluated(&self) -> bool {
         matches!(*self.0.lock(), State::Ready { .. })
     }
+    /// True while the node waits to be run (not computed, running or failed).
+    pub(crate) fn is_pending(&self) -> bool {
+        matches!(*self.0.lock(), State::Pending { .. })
+    }
     pub(crate) fn meta(&self) -> &Meta {
         &self.0.meta
     }

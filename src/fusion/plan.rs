@@ -132,15 +132,21 @@ pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
 /// spent a third of its instructions there (callgrind, the tiny read-back, session 17).
 pub(crate) fn single(a: &Array) -> bool {
     let Some((op, inputs)) = pending(a) else { return false };
-    if inputs.iter().any(|i| matches!(&*i.0.lock(), State::Pending { .. })) {
+    if inputs.iter().any(Array::is_pending) {
         return false;
     }
     let lone = || {
         fuser_for(&a.stream()).is_some_and(|f| f.limits().lone_broadcasts)
             && op.fusion_class() == FusionClass::Elementwise
-            && inputs.iter().any(|i| i.meta().numel() != 1 && i.meta().shape != a.meta().shape)
+            && inputs.iter().any(|i| read_broadcast(i, &a.meta().shape))
     };
     !super::enabled() || !lone()
+}
+
+/// True if `a` is read broadcast at `shape` (neither one element nor of that shape): what
+/// makes a lone elementwise op a region where [`Limits::lone_broadcasts`].
+fn read_broadcast(a: &Array, shape: &[usize]) -> bool {
+    a.meta().numel() != 1 && a.meta().shape != shape
 }
 
 /// The programs the next eval of `outputs` would run fused (with fusion on), without
@@ -222,7 +228,7 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, Met>) -> Option<Region> {
     // Nothing to absorb (every input computed already) and no reason to fuse a lone op:
     // no region, found without the tables below (an op on ready arrays, the commonest
     // eval of all, paid for them: callgrind, the tiny read-back, session 17).
-    if !limits.lone_broadcasts && inputs.iter().all(|i| !matches!(&*i.0.lock(), State::Pending { .. })) {
+    if !limits.lone_broadcasts && !inputs.iter().any(Array::is_pending) {
         return None;
     }
     let mut g = Growth {
@@ -255,9 +261,8 @@ fn grow(root: &Array, consumers: &HashMap<*const Node, Met>) -> Option<Region> {
     // A reduction needs a prologue to gain anything; an elementwise root gains from a
     // folded constant too (one dispatch instead of two), or alone from reading an input
     // broadcast where the backend says so.
-    let lone = g.limits.lone_broadcasts
-        && reduction.is_none()
-        && g.refs.values().any(|(_, a)| a.meta().numel() != 1 && a.meta().shape != g.shape);
+    let lone =
+        g.limits.lone_broadcasts && reduction.is_none() && g.refs.values().any(|(_, a)| read_broadcast(a, &g.shape));
     if (absorbed == 0 && !lone) || (reduction.is_some() && g.members.len() == 1) {
         return None;
     }
