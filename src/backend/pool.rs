@@ -74,6 +74,15 @@ impl<B> Pool<B> {
         (old, evicted)
     }
 
+    /// Every idle buffer, taken out (for the caller to free outside its lock); the cap
+    /// stays.
+    pub(crate) fn take_all(&mut self) -> Vec<B> {
+        let cap = self.cap;
+        let (_, evicted) = self.set_cap(Cap::Bytes(0), 0);
+        self.cap = cap;
+        evicted
+    }
+
     /// The most recently released buffer of `size` bytes for which `usable` holds, among
     /// the [`TAKE_SCAN`] most recent, if any.
     pub(crate) fn take(&mut self, size: u64, usable: impl Fn(&B) -> bool) -> Option<B> {
@@ -143,6 +152,11 @@ mod tests {
         assert_eq!(p.put("d40", 40, 0), ["b30", "c20"], "the new cap holds");
         assert_eq!(p.set_cap(Cap::Bytes(0), 0).1.len(), 1);
         assert_eq!((p.bytes, p.order.len()), (0, 0));
+        p.set_cap(Cap::Bytes(100), 0);
+        p.put("e10", 10, 0);
+        p.put("f20", 20, 0);
+        assert_eq!(p.take_all(), ["e10", "f20"], "oldest first");
+        assert_eq!((p.bytes, p.order.len(), p.cap), (0, 0, Cap::Bytes(100)), "the cap stays");
     }
 
     #[test]

@@ -108,13 +108,8 @@ pub(crate) fn set_cap(bytes: u64) -> u64 {
 
 /// Frees every idle buffer (the cap stays).
 pub(crate) fn clear() {
-    let evicted = {
-        let mut p = lock();
-        let cap = p.cap;
-        let (_, evicted) = p.set_cap(Cap::Bytes(0), 0);
-        p.cap = cap;
-        evicted
-    };
+    // Freed after the lock is released (the guard is a temporary of this statement).
+    let evicted = lock().take_all();
     drop(evicted);
 }
 

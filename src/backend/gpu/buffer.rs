@@ -155,13 +155,8 @@ pub(crate) fn set_pool_cap(cap: u64) -> u64 {
 
 /// Frees every idle buffer of the pool (the cap stays).
 pub(crate) fn clear_pool() {
-    let evicted = {
-        let mut p = lock_pool();
-        let cap = p.cap;
-        let (_, evicted) = p.set_cap(Cap::Bytes(0), 0);
-        p.cap = cap;
-        evicted
-    };
+    // Dropped after the lock is released (the guard is a temporary of this statement).
+    let evicted = lock_pool().take_all();
     drop(evicted);
 }
 
