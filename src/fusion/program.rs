@@ -3,6 +3,8 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
+use arrayvec::ArrayVec;
+
 use crate::dtype::DType;
 use crate::primitive::{BinaryOp, Meta, Primitive, ReduceOp, UnaryOp};
 
@@ -122,11 +124,17 @@ impl Program {
 impl Step {
     /// The value indices the step reads.
     pub fn operands(self) -> Vec<usize> {
+        self.args().to_vec()
+    }
+
+    /// [`Step::operands`] on the stack: the planner and the CPU's interpreter ask this of
+    /// every step of every region.
+    pub(crate) fn args(self) -> ArrayVec<usize, 3> {
         match self {
-            Step::Input(_) | Step::Const(_) => vec![],
-            Step::Unary(_, a) | Step::Cast(a) | Step::Reduce(_, a) => vec![a],
-            Step::Binary(_, a, b) => vec![a, b],
-            Step::Select(c, a, b) => vec![c, a, b],
+            Step::Input(_) | Step::Const(_) => ArrayVec::new(),
+            Step::Unary(_, a) | Step::Cast(a) | Step::Reduce(_, a) => [a].into_iter().collect(),
+            Step::Binary(_, a, b) => [a, b].into_iter().collect(),
+            Step::Select(c, a, b) => [c, a, b].into_iter().collect(),
         }
     }
 

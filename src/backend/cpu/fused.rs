@@ -439,16 +439,6 @@ struct Ctx<'a> {
     buffers: Vec<(DType, Option<f64>)>,
 }
 
-/// The operands of `step`, without allocating (`Step::operands` returns a vector).
-fn operands(step: Step) -> ([usize; 3], usize) {
-    match step {
-        Step::Input(_) | Step::Const(_) => ([0; 3], 0),
-        Step::Unary(_, a) | Step::Cast(a) | Step::Reduce(_, a) => ([a, 0, 0], 1),
-        Step::Binary(_, a, b) => ([a, b, 0], 2),
-        Step::Select(c, a, b) => ([c, a, b], 3),
-    }
-}
-
 /// Scratch buffers for the steps of `p` living in `homes`: a constant keeps its own; a
 /// computed value takes a buffer of its dtype that no live value holds, so a chain needs
 /// two or three chunks, not one per step. (One per step cost the 1000-op chain an
@@ -459,8 +449,7 @@ fn assign_slots(p: &Program, homes: &[Home]) -> (Vec<usize>, Vec<(DType, Option<
     const NONE: usize = usize::MAX;
     let mut last_read = vec![0usize; p.steps.len()];
     for (i, &(step, _)) in p.steps.iter().enumerate() {
-        let (ops, n) = operands(step);
-        for &a in &ops[..n] {
+        for a in step.args() {
             last_read[a] = i;
         }
     }
@@ -489,8 +478,8 @@ fn assign_slots(p: &Program, homes: &[Home]) -> (Vec<usize>, Vec<(DType, Option<
         };
         // Operands read for the last time free their buffers, after this step took its
         // own: its output never aliases an input.
-        let (ops, n) = operands(step);
-        for (k, &a) in ops[..n].iter().enumerate() {
+        let ops = step.args();
+        for (k, &a) in ops.iter().enumerate() {
             let first = !ops[..k].contains(&a);
             if first && last_read[a] == i && slots[a] != NONE && buffers[slots[a]].1.is_none() {
                 free.push(slots[a]);
@@ -545,7 +534,7 @@ impl<'a> Ctx<'a> {
             };
             homes.push(home);
         }
-        let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| s.operands().contains(&p.result));
+        let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| s.args().contains(&p.result));
         let computed = !matches!(p.steps.get(p.result), Some((Step::Input(_), _)));
         if homes.get(p.result) == Some(&Home::Chunk) && computed && !read_later {
             homes[p.result] = Home::Output;
@@ -779,8 +768,7 @@ mod tests {
         assert_eq!(buffers.len(), 2, "{slots:?}");
         // No step writes the buffer its operand lives in.
         for (i, &(s, _)) in p.steps.iter().enumerate() {
-            let (ops, n) = operands(s);
-            assert!(ops[..n].iter().all(|&a| slots[a] == usize::MAX || slots[a] != slots[i]), "step {i}");
+            assert!(s.args().iter().all(|&a| slots[a] == usize::MAX || slots[a] != slots[i]), "step {i}");
         }
         assert_eq!(slots[21], usize::MAX, "the result is written into the output");
     }

@@ -365,7 +365,7 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: Option<u32>) -> Result<
 fn levels(p: &Program) -> Result<Vec<usize>> {
     let mut l: Vec<usize> = Vec::with_capacity(p.steps.len());
     for (v, &(step, _)) in p.steps.iter().enumerate() {
-        let ops = step.operands();
+        let ops = step.args();
         if ops.iter().any(|&a| a >= v) {
             return Err(Error::Internal(format!("fused step v{v} reads a later value")));
         }
@@ -385,7 +385,7 @@ fn needed(p: &Program, targets: &[usize]) -> Vec<bool> {
             continue;
         }
         if !matches!(p.steps[v].0, Step::Reduce(..)) {
-            stack.extend(p.steps[v].0.operands());
+            stack.extend(p.steps[v].0.args());
         }
     }
     // Reductions are computed by their own pass: a later pass only reads them.
