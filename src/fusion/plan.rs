@@ -1,6 +1,6 @@
 //! The fusion pass: from the topological order to a plan of single nodes and regions.
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 use std::sync::{Arc, Weak};
 
 use arrayvec::ArrayVec;
@@ -65,62 +65,65 @@ pub(crate) enum Plan {
 /// backends fuse; the result keeps the order's dependencies. `outputs` are what the
 /// order was made for: they are always run.
 pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
-    let Order { nodes: order, met: consumers } = order;
-    // Sized once: most nodes of a fusing eval end up taken.
-    let mut taken: HashSet<*const Node> = HashSet::with_capacity(order.len());
-    let mut regions: HashMap<*const Node, Box<Region>> = HashMap::new();
+    let Order { order, nodes } = order;
+    let mut taken = vec![false; nodes.len()];
+    let mut slots = vec![Slot::UNSEEN; nodes.len()];
+    // Regions by root, in the order found: the reverse of the order's.
+    let mut regions: Vec<(u32, Box<Region>)> = Vec::new();
+    // Per folded constant: input slots of region nodes naming it, and regions holding it.
+    let mut folded: Vec<(u32, u32)> = Vec::new();
+    // Each attempt stamps the slots it uses with its own number (from 1): none are
+    // cleared, and an attempt that made no region leaves stamps no later one reads.
+    let mut attempt = 0;
     // Consumers come after their inputs: walking backwards grows each region from its
     // last consumer, so regions are as large as the rules allow.
-    // Per folded constant: input slots of region nodes naming it, and regions holding it.
-    let mut folded: HashMap<*const Node, (usize, usize)> = HashMap::new();
-    for w in order.iter().rev() {
-        let Some(node) = w.upgrade() else { continue };
-        let ptr = Arc::as_ptr(&node);
-        if taken.contains(&ptr) {
+    for &root in order.iter().rev() {
+        if taken[root as usize] {
             continue;
         }
-        let root = Array(node);
-        if let Some(region) = grow(&root, &consumers) {
-            taken.insert(ptr);
-            for m in &region.members {
-                taken.insert(m.ptr());
-            }
-            for (c, slots) in &region.consts {
-                let f = folded.entry(c.ptr()).or_default();
-                f.0 += slots;
-                f.1 += 1;
-            }
-            if debug() {
-                eprintln!("lazuli fusion: {} on {:?}\n{}", region.root.0.op_name, region.root.stream(), region.program);
-            }
-            regions.insert(ptr, Box::new(region));
+        attempt += 1;
+        let Some(mut g) = Growth::start(&nodes, &mut slots, attempt, root) else { continue };
+        let Some(r) = g.finish(root) else { continue };
+        for &(m, _) in &g.members {
+            taken[m as usize] = true;
         }
+        if !g.consts.is_empty() && folded.is_empty() {
+            folded = vec![(0, 0); nodes.len()];
+        }
+        for &(c, _) in &g.consts {
+            let f = &mut folded[c as usize];
+            f.0 += g.slots[c as usize].count;
+            f.1 += 1;
+        }
+        if debug() {
+            eprintln!("lazuli fusion: {} on {:?}\n{}", r.root.0.op_name, r.root.stream(), r.program);
+        }
+        regions.push((root, Box::new(r)));
     }
     // A constant that only regions of this eval read, and that nothing else holds (no
     // user handle, no node outside the eval), is not run: every reader has its value
     // in its kernel, and a fill per constant per eval cost an H100 5 us of GPU time each
     // (BENCHMARKS.md, session 15). It stays pending and goes with its readers. An output
     // is never left out, whatever the counts say (another thread's eval can change them).
-    for w in order.iter().filter(|_| !folded.is_empty()) {
-        let Some(node) = w.upgrade() else { continue };
-        let ptr = Arc::as_ptr(&node);
-        if let (Some(&(slots, holders)), Some(readers)) = (folded.get(&ptr), consumers.get(&ptr).map(|m| m.consumers))
-            && slots == readers
-            && Arc::strong_count(&node) == readers + holders + 1
-            && !outputs.iter().any(|o| o.ptr() == ptr)
+    // (The references: one per reading slot, one per region holding it, the walk's.)
+    for &id in order.iter().filter(|_| !folded.is_empty()) {
+        let (slots, holders) = folded[id as usize];
+        let met = &nodes[id as usize];
+        if holders > 0
+            && slots == met.consumers
+            && Arc::strong_count(&met.array.0) == (met.consumers + holders) as usize + 1
+            && !outputs.iter().any(|o| o.ptr() == met.array.ptr())
         {
-            taken.insert(ptr);
+            taken[id as usize] = true;
         }
     }
     order
-        .into_iter()
-        .filter_map(|w| {
-            let ptr = w.as_ptr();
-            match regions.remove(&ptr) {
-                Some(r) => Some(Plan::Region(r)),
-                None if taken.contains(&ptr) => None,
-                None => Some(Plan::Node(w)),
+        .iter()
+        .filter_map(|&id| {
+            if regions.last().is_some_and(|(r, _)| *r == id) {
+                return regions.pop().map(|(_, r)| Plan::Region(r));
             }
+            (!taken[id as usize]).then(|| Plan::Node(Arc::downgrade(&nodes[id as usize].array.0)))
         })
         .collect()
 }
@@ -162,8 +165,8 @@ pub fn programs(outputs: &[&Array]) -> Vec<Program> {
         .collect()
 }
 
-/// A node's inputs as the planner copies them: a step takes at most three, so they fit
-/// on the stack (a vector here was an allocation per node per eval).
+/// A node's inputs as the one-node test copies them: a step takes at most three, so
+/// they fit on the stack.
 type Inputs = ArrayVec<Array, 3>;
 
 /// A pending node's primitive and inputs (copied: the node stays pending); `None` for a
@@ -176,21 +179,22 @@ fn pending(a: &Array) -> Option<(Primitive, Inputs)> {
     }
 }
 
+/// A node's primitive while it is pending (another thread may have run it since the walk).
+fn pending_op(a: &Array) -> Option<Primitive> {
+    match &*a.0.lock() {
+        State::Pending { op, .. } => Some(op.clone()),
+        State::Running | State::Ready { .. } | State::Failed(_) => None,
+    }
+}
+
 fn fuser_for(stream: &Stream) -> Option<&'static dyn Fuser> {
     backend_for(stream.device).ok().and_then(|b| b.fuser())
 }
 
-/// True if the backend takes `op` (with these inputs) as a region step.
-fn accepted(f: &dyn Fuser, op: &Primitive, inputs: &[Array], out: &Meta) -> bool {
-    // Steps take at most three inputs: their metas on the stack (the planner asks this
-    // for every node of every eval).
-    match inputs {
-        [] => f.accepts(op, &[], out),
-        [a] => f.accepts(op, &[a.meta()], out),
-        [a, b] => f.accepts(op, &[a.meta(), b.meta()], out),
-        [a, b, c] => f.accepts(op, &[a.meta(), b.meta(), c.meta()], out),
-        many => f.accepts(op, &many.iter().map(Array::meta).collect::<Vec<_>>(), out),
-    }
+/// The metas of the nodes numbered `ids`, on the stack (steps take at most three inputs;
+/// the planner asks for them for every node of every eval).
+fn metas<'a>(nodes: &'a [Met], ids: &[u32]) -> ArrayVec<&'a Meta, 3> {
+    ids.iter().map(|&i| nodes[i as usize].array.meta()).collect()
 }
 
 /// A one-element constant the region can fold in, whoever else holds it.
@@ -204,69 +208,6 @@ fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
         State::Pending { op, .. } => matches!(op, Primitive::Full(_)).then(|| op.clone()),
         State::Running | State::Ready { .. } | State::Failed(_) => None,
     }
-}
-
-/// The region rooted at `root`, if it fuses more than the root alone.
-fn grow(root: &Array, consumers: &HashMap<*const Node, Met>) -> Option<Region> {
-    let stream = root.stream();
-    let fuser = fuser_for(&stream)?;
-    let limits = fuser.limits();
-    let (op, inputs) = pending(root)?;
-    if root.0.retain || root.meta().numel() == 0 {
-        return None;
-    }
-    let (shape, reduction, row) = match (&op, op.fusion_class()) {
-        (_, FusionClass::Elementwise) => (root.meta().shape.clone(), None, None),
-        (Primitive::Reduce(r), FusionClass::Reduction) => {
-            (inputs.first()?.meta().shape.clone(), Some((r.op, r.axes.clone())), Some(root.meta().shape.clone()))
-        }
-        _ => return None,
-    };
-    if !accepted(fuser, &op, &inputs, root.meta()) {
-        return None;
-    }
-    // Nothing to absorb (every input computed already) and no reason to fuse a lone op:
-    // no region, found without the tables below (an op on ready arrays, the commonest
-    // eval of all, paid for them: callgrind, the tiny read-back, session 17).
-    if !limits.lone_broadcasts && !inputs.iter().any(Array::is_pending) {
-        return None;
-    }
-    let mut g = Growth {
-        stream,
-        shape,
-        fuser,
-        limits,
-        consumers,
-        exposes: reduction.is_none(),
-        row,
-        exposed: HashSet::new(),
-        // Not pre-sized: most roots absorb nothing (a lone op), and a 64-entry table for
-        // each of them cost more than the rehashing of long regions saves.
-        members: HashMap::new(),
-        refs: HashMap::new(),
-        consts: HashMap::new(),
-        work: Vec::new(),
-    };
-    g.members.insert(root.ptr(), Member::new(root.clone(), op, &inputs));
-    g.add_inputs(&inputs);
-    // Our copies of the root's inputs go before any reference count is compared.
-    drop(inputs);
-    while let Some(p) = g.work.pop() {
-        g.try_absorb(p);
-    }
-    if g.refs.len() + g.exposed.len() > g.limits.max_inputs {
-        return None;
-    }
-    let absorbed = g.members.len() - 1 + g.consts.len();
-    // A reduction needs a prologue to gain anything; an elementwise root gains from a
-    // folded constant too (one dispatch instead of two), or alone from reading an input
-    // broadcast where the backend says so.
-    let lone =
-        g.limits.lone_broadcasts && reduction.is_none() && g.refs.values().any(|(_, a)| read_broadcast(a, &g.shape));
-    if (absorbed == 0 && !lone) || (reduction.is_some() && g.members.len() == 1) {
-        return None;
-    }
-    g.finish(root, reduction)
 }
 
 /// True if `shape` broadcasts to `target` (NumPy's rule, aligned at the last axis).
@@ -295,88 +236,195 @@ fn computed(
     }
 }
 
-/// A node the region absorbed: its handle, primitive, and inputs by address (the nodes
-/// themselves are in [`Growth`]'s maps: members, leaves or constants). Its input list is
-/// not copied: the reference counts [`Growth::try_absorb`] compares count only the
-/// nodes' own input slots and the planner's one handle per leaf.
-struct Member {
-    a: Array,
-    op: Primitive,
-    ins: ArrayVec<*const Node, 3>,
+/// What the region being grown knows of a node: set when the region first reaches it,
+/// and meaningful only while `region` is that region's number (a stale stamp reads as
+/// unseen, so no slot is cleared between regions).
+#[derive(Clone, Copy)]
+struct Slot {
+    region: u32,
+    role: Role,
+    /// Input slots of the region's members naming it.
+    count: u32,
+    /// Where it sits in the region's members or constants list.
+    at: u32,
+    /// Its value in the program ([`Growth::finish`]); [`Slot::NO_VALUE`] until computed.
+    value: u32,
 }
 
-impl Member {
-    fn new(a: Array, op: Primitive, inputs: &[Array]) -> Member {
-        Member { a, op, ins: inputs.iter().map(Array::ptr).collect() }
-    }
+impl Slot {
+    /// No region has seen the node (regions are numbered from 1).
+    const UNSEEN: Slot = Slot { region: 0, role: Role::Leaf, count: 0, at: 0, value: Slot::NO_VALUE };
+    const NO_VALUE: u32 = u32::MAX;
 }
 
+/// What a node is to the region that reached it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// An input of members, computed outside the region (unless absorbed later).
+    Leaf,
+    /// Absorbed; `exposed` when something outside the region holds it, so the kernel
+    /// writes it out as an extra output.
+    Member { exposed: bool },
+    /// A one-element `Full` folded into the program.
+    Const,
+}
+
+/// A region being grown from its root, over the walk's node numbers.
 struct Growth<'a> {
+    nodes: &'a [Met],
+    slots: &'a mut [Slot],
+    /// This region's number, stamped on the slots it uses.
+    region: u32,
     stream: Stream,
     shape: Vec<usize>,
     fuser: &'static dyn Fuser,
     limits: Limits,
-    /// What the eval's walk met: each node's consumers in the eval.
-    consumers: &'a HashMap<*const Node, Met>,
-    /// Whether members may be written out as extra outputs (not with a reduction).
-    exposes: bool,
+    /// The root's reduction (op and axes) when the root reduces.
+    reduction: Option<(ReduceOp, Vec<usize>)>,
     /// The shape of the region's reductions (the root's output, or the first absorbed
     /// [`Step::Reduce`]'s): every reduction of a region reduces the same axes.
     row: Option<Vec<usize>>,
-    /// Members something outside the region holds: written out as extra outputs.
-    exposed: HashSet<*const Node>,
-    /// Absorbed nodes (the root included).
-    members: HashMap<*const Node, Member>,
-    /// Inputs of members that are not members: how many times members' input lists name
-    /// them, and one handle (ours, counted when comparing with the node's references).
-    refs: HashMap<*const Node, (usize, Array)>,
-    /// Folded constants: their primitive, a handle, and the input slots of members
-    /// naming them.
-    consts: HashMap<*const Node, (Primitive, Array, usize)>,
-    work: Vec<*const Node>,
+    /// Absorbed nodes, the root first, with their primitives.
+    members: Vec<(u32, Primitive)>,
+    /// Every node met as a leaf, in order; those absorbed since are members (their slot
+    /// says which).
+    leaves: Vec<u32>,
+    /// Leaves not absorbed: the region's distinct inputs.
+    open: usize,
+    /// Members written out as extra outputs.
+    exposed: usize,
+    /// Folded constants with their primitives.
+    consts: Vec<(u32, Primitive)>,
+    /// Leaves to try absorbing (again: a leaf named by one more member may pass now).
+    work: Vec<u32>,
 }
 
-impl Growth<'_> {
+impl<'a> Growth<'a> {
+    /// The region rooted at node `root`, grown as far as the rules allow; `None` if it
+    /// would fuse nothing more than the root alone.
+    fn start(nodes: &'a [Met], slots: &'a mut [Slot], region: u32, root: u32) -> Option<Growth<'a>> {
+        let met = &nodes[root as usize];
+        let a = &met.array;
+        let stream = a.stream();
+        let fuser = fuser_for(&stream)?;
+        let limits = fuser.limits();
+        let ins = met.inputs.as_ref()?;
+        if a.0.retain || a.meta().numel() == 0 {
+            return None;
+        }
+        let op = pending_op(a)?;
+        let (shape, reduction, row) = match (&op, op.fusion_class()) {
+            (_, FusionClass::Elementwise) => (a.meta().shape.clone(), None, None),
+            (Primitive::Reduce(r), FusionClass::Reduction) => {
+                let x = &nodes[*ins.first()? as usize].array;
+                (x.meta().shape.clone(), Some((r.op, r.axes.clone())), Some(a.meta().shape.clone()))
+            }
+            _ => return None,
+        };
+        if !fuser.accepts(&op, &metas(nodes, ins), a.meta()) {
+            return None;
+        }
+        // Nothing to absorb (every input computed already) and no reason to fuse a lone
+        // op: no region.
+        if !limits.lone_broadcasts && !ins.iter().any(|&i| nodes[i as usize].pending) {
+            return None;
+        }
+        slots[root as usize] = Slot { region, role: Role::Member { exposed: false }, ..Slot::UNSEEN };
+        let mut g = Growth {
+            nodes,
+            slots,
+            region,
+            stream,
+            shape,
+            fuser,
+            limits,
+            reduction,
+            row,
+            members: vec![(root, op)],
+            leaves: Vec::new(),
+            open: 0,
+            exposed: 0,
+            consts: Vec::new(),
+            work: Vec::new(),
+        };
+        g.add_inputs(ins);
+        while let Some(p) = g.work.pop() {
+            g.try_absorb(p);
+        }
+        if g.open + g.exposed > g.limits.max_inputs {
+            return None;
+        }
+        let absorbed = g.members.len() - 1 + g.consts.len();
+        // A reduction needs a prologue to gain anything; an elementwise root gains from a
+        // folded constant too (one dispatch instead of two), or alone from reading an
+        // input broadcast where the backend says so.
+        let lone = g.limits.lone_broadcasts
+            && g.reduction.is_none()
+            && g.leaves.iter().any(|&l| g.is(l, Role::Leaf) && read_broadcast(&nodes[l as usize].array, &g.shape));
+        if (absorbed == 0 && !lone) || (g.reduction.is_some() && g.members.len() == 1) {
+            return None;
+        }
+        Some(g)
+    }
+
+    /// True if this region has seen node `i` in `role`.
+    fn is(&self, i: u32, role: Role) -> bool {
+        let s = &self.slots[i as usize];
+        s.region == self.region && s.role == role
+    }
+
     /// Records the `inputs` of a new member as leaves or constants, and queues the leaves.
-    fn add_inputs(&mut self, inputs: &[Array]) {
-        for i in inputs {
-            let p = i.ptr();
-            if let Some(c) = self.consts.get_mut(&p) {
-                c.2 += 1;
+    fn add_inputs(&mut self, inputs: &[u32]) {
+        for &i in inputs {
+            let s = &mut self.slots[i as usize];
+            if s.region == self.region {
+                match s.role {
+                    Role::Member { .. } => {}
+                    Role::Const => s.count += 1,
+                    Role::Leaf => {
+                        s.count += 1;
+                        self.work.push(i);
+                    }
+                }
                 continue;
             }
-            if self.members.contains_key(&p) {
+            let a = &self.nodes[i as usize].array;
+            if let Some(c) = constant(a, &self.stream) {
+                *s = Slot {
+                    region: self.region,
+                    role: Role::Const,
+                    count: 1,
+                    at: self.consts.len() as u32,
+                    ..Slot::UNSEEN
+                };
+                self.consts.push((i, c));
                 continue;
             }
-            if let Some(c) = constant(i, &self.stream) {
-                self.refs.remove(&p);
-                self.consts.insert(p, (c, i.clone(), 1));
-                continue;
-            }
-            self.refs.entry(p).or_insert_with(|| (0, i.clone())).0 += 1;
-            self.work.push(p);
+            *s = Slot { region: self.region, role: Role::Leaf, count: 1, ..Slot::UNSEEN };
+            self.leaves.push(i);
+            self.open += 1;
+            self.work.push(i);
         }
     }
 
     /// Buffers the region would bind (besides its main output) if one leaf were absorbed,
     /// its `inputs` added, and `exposing` it as an extra output.
-    fn bindings_after(&self, inputs: &[Array], exposing: bool) -> usize {
-        // Distinct new leaves, by a scan (a step has at most three inputs).
+    fn bindings_after(&self, inputs: &[u32], exposing: bool) -> usize {
+        // Distinct nodes the region has not met (a step has at most three inputs).
         let new = (0..inputs.len())
-            .filter(|&k| {
-                let p = inputs[k].ptr();
-                !inputs[..k].iter().any(|e| e.ptr() == p)
-                    && !self.members.contains_key(&p)
-                    && !self.consts.contains_key(&p)
-                    && !self.refs.contains_key(&p)
-            })
+            .filter(|&k| !inputs[..k].contains(&inputs[k]) && self.slots[inputs[k] as usize].region != self.region)
             .count();
-        self.refs.len() - 1 + new + self.exposed.len() + usize::from(exposing)
+        self.open - 1 + new + self.exposed + usize::from(exposing)
     }
 
-    fn try_absorb(&mut self, p: *const Node) {
-        let Some((count, a)) = self.refs.get(&p) else { return };
-        let (count, a) = (*count, a.clone());
+    fn try_absorb(&mut self, p: u32) {
+        if !self.is(p, Role::Leaf) {
+            return;
+        }
+        let count = self.slots[p as usize].count;
+        let nodes = self.nodes;
+        let met = &nodes[p as usize];
+        let a = &met.array;
         // Members are at the region's shape; with row regions also of a shape that
         // broadcasts to it (computed again at every element) or reductions of a value at
         // it (checked below, with their primitive).
@@ -389,116 +437,125 @@ impl Growth<'_> {
         {
             return;
         }
-        // Held only by the `count` input slots of members naming it, our handle in `refs`
-        // and `a` just now: nothing outside the region needs it.
+        // Held only by the `count` input slots of members naming it and the walk's
+        // handle: nothing outside the region needs it.
         // Otherwise it may still join as an extra output, if no node of this eval outside
         // the region consumes it (such a node would run before the region, or feed it:
         // another region's leaf list counts here too, through its member). Extra outputs
         // are at the region's shape.
-        let held_outside = Arc::strong_count(&a.0) != count + 2;
-        if held_outside && (!self.exposes || !at_shape || self.consumers.get(&p).map(|m| m.consumers) != Some(count)) {
+        let held_outside = Arc::strong_count(&a.0) != count as usize + 1;
+        if held_outside && (!self.exposes() || !at_shape || met.consumers != count) {
             return;
         }
-        let Some((op, inputs)) = pending(&a) else { return };
+        let Some(ins) = met.inputs.as_ref() else { return };
+        let Some(op) = pending_op(a) else { return };
         let reduces = matches!(op, Primitive::Reduce(_));
         // A reduction reads a value at the region's shape and gives the region's row
         // shape (the first one absorbed sets it).
         if reduces
             && (!broadcast
-                || inputs.first().is_none_or(|i| i.meta().shape != self.shape)
+                || ins.first().is_none_or(|&i| nodes[i as usize].array.meta().shape != self.shape)
                 || self.row.as_ref().is_some_and(|r| *r != a.meta().shape))
         {
             return;
         }
-        if !Step::fits(&op, inputs.len())
-            || !accepted(self.fuser, &op, &inputs, a.meta())
-            || self.bindings_after(&inputs, held_outside) > self.limits.max_inputs
+        if !Step::fits(&op, ins.len())
+            || !self.fuser.accepts(&op, &metas(nodes, ins), a.meta())
+            || self.bindings_after(ins, held_outside) > self.limits.max_inputs
         {
             return;
         }
         if reduces {
             self.row = Some(a.meta().shape.clone());
         }
-        self.refs.remove(&p);
-        if held_outside {
-            self.exposed.insert(p);
-        }
-        if self.members.len() == 1 {
-            // A region after all: room for a typical one at once, not rehashing at 3,
-            // 7, 14 and 28 members (callgrind, the 1000-op chain, session 17).
-            self.members.reserve(16);
-        }
-        self.members.insert(p, Member::new(a, op, &inputs));
-        self.add_inputs(&inputs);
+        let s = &mut self.slots[p as usize];
+        s.role = Role::Member { exposed: held_outside };
+        s.at = self.members.len() as u32;
+        self.open -= 1;
+        self.exposed += usize::from(held_outside);
+        self.members.push((p, op));
+        self.add_inputs(ins);
+    }
+
+    /// Whether members may be written out as extra outputs: not with a reduction root.
+    fn exposes(&self) -> bool {
+        self.reduction.is_none()
     }
 
     /// The program: members in dependency order from the root, inputs numbered as met.
     /// `None` only if a member is not a step after all (absorbing checks that it is).
-    fn finish(mut self, root: &Array, reduction: Option<(ReduceOp, Vec<usize>)>) -> Option<Region> {
-        let values_len = self.members.len() + self.consts.len() + self.refs.len();
-        let mut values: HashMap<*const Node, usize> = HashMap::with_capacity(values_len);
-        let mut steps = Vec::with_capacity(values_len);
-        let mut leaves: Vec<Array> = Vec::with_capacity(self.refs.len());
-        let mut metas = Vec::with_capacity(self.refs.len());
+    fn finish(&mut self, root: u32) -> Option<Region> {
+        let nodes = self.nodes;
+        let n = self.members.len() + self.consts.len() + self.open;
+        let mut steps = Vec::with_capacity(n);
+        let mut leaves: Vec<Array> = Vec::with_capacity(self.open);
+        let mut metas = Vec::with_capacity(self.open);
         let mut order = Vec::with_capacity(self.members.len());
         let (mut extra_outputs, mut exposed) = (Vec::new(), Vec::new());
-        let mut result = usize::MAX;
+        let mut result = Slot::NO_VALUE as usize;
+        let reduction = self.reduction.take();
         // Each distinct step once (see `computed`), in programs that reduce: there a
         // repeated reduction costs a fold through workgroup memory, while in an
         // elementwise region a repeat costs one more operation per element, less than
         // the lookup costs the host per step (callgrind: +2% on the 1000-op chain).
-        let mut known = (reduction.is_some() || self.row.is_some())
-            .then(|| HashMap::<(Step, DType), usize>::with_capacity(values_len));
-        let root_ptr = root.ptr();
-        // Iterative post-order over members, by address; leaves and constants become
-        // values as met.
-        let mut stack = vec![(root_ptr, false)];
+        let mut known =
+            (reduction.is_some() || self.row.is_some()).then(|| HashMap::<(Step, DType), usize>::with_capacity(n));
+        // Iterative post-order over members; leaves and constants become values as met.
+        let mut stack = vec![(root, false)];
         while let Some((p, expanded)) = stack.pop() {
-            if values.contains_key(&p) {
+            let s = self.slots[p as usize];
+            if s.value != Slot::NO_VALUE {
                 continue;
             }
-            if let Some((c, a, _)) = self.consts.get(&p) {
-                let step = Step::of(c, &[]).expect("folded constants are Full");
-                values.insert(p, computed(&mut steps, known.as_mut(), step, a.dtype()));
-                continue;
-            }
-            let Some(m) = self.members.get(&p) else {
-                // Every input of a member is a member, a constant or a leaf.
-                let (_, a) = self.refs.get(&p)?;
-                values.insert(p, steps.len());
-                steps.push((Step::Input(leaves.len()), a.dtype()));
-                metas.push(a.meta().clone());
-                leaves.push(a.clone());
-                continue;
-            };
-            if expanded {
-                let args: ArrayVec<usize, 3> = m.ins.iter().map(|i| values[i]).collect();
-                if reduction.is_some() && p == root_ptr {
-                    // The reduction root is the program's `reduction`, not a step.
-                    result = *args.first()?;
-                    continue;
+            let a = &nodes[p as usize].array;
+            let value = match s.role {
+                Role::Const => {
+                    let step = Step::of(&self.consts[s.at as usize].1, &[]).expect("folded constants are Full");
+                    computed(&mut steps, known.as_mut(), step, a.dtype())
                 }
-                let v = computed(&mut steps, known.as_mut(), Step::of(&m.op, &args)?, m.a.dtype());
-                values.insert(p, v);
-                if p != root_ptr {
-                    if self.exposed.contains(&p) {
-                        extra_outputs.push(v);
-                        exposed.push(m.a.clone());
+                Role::Leaf => {
+                    steps.push((Step::Input(leaves.len()), a.dtype()));
+                    metas.push(a.meta().clone());
+                    leaves.push(a.clone());
+                    steps.len() - 1
+                }
+                Role::Member { exposed: out } => {
+                    let ins = nodes[p as usize].inputs.as_ref()?;
+                    if !expanded {
+                        stack.push((p, true));
+                        for &i in ins.iter().rev() {
+                            if self.slots[i as usize].value == Slot::NO_VALUE {
+                                stack.push((i, false));
+                            }
+                        }
+                        continue;
                     }
-                    order.push(m.a.clone());
+                    let args: ArrayVec<usize, 3> = ins.iter().map(|&i| self.slots[i as usize].value as usize).collect();
+                    if reduction.is_some() && p == root {
+                        // The reduction root is the program's `reduction`, not a step.
+                        result = *args.first()?;
+                        continue;
+                    }
+                    let v = computed(
+                        &mut steps,
+                        known.as_mut(),
+                        Step::of(&self.members[s.at as usize].1, &args)?,
+                        a.dtype(),
+                    );
+                    if p != root {
+                        if out {
+                            extra_outputs.push(v);
+                            exposed.push(a.clone());
+                        }
+                        order.push(a.clone());
+                    }
+                    v
                 }
-                continue;
-            }
-            stack.push((p, true));
-            for &i in m.ins.iter().rev() {
-                if !values.contains_key(&i) {
-                    stack.push((i, false));
-                }
-            }
+            };
+            self.slots[p as usize].value = u32::try_from(value).ok()?;
         }
-        self.refs.clear();
         if reduction.is_none() {
-            result = values[&root_ptr];
+            result = self.slots[root as usize].value as usize;
         }
         // The root's axes, or those the row shape of the absorbed reductions keeps as 1.
         let reduce_axes = match (&reduction, &self.row) {
@@ -506,8 +563,9 @@ impl Growth<'_> {
             (None, Some(row)) => (0..self.shape.len()).filter(|&d| row[d] == 1 && self.shape[d] != 1).collect(),
             (None, None) => Vec::new(),
         };
+        let root = &nodes[root as usize].array;
         let program = Program {
-            shape: self.shape,
+            shape: self.shape.clone(),
             inputs: metas,
             steps,
             result,
@@ -516,7 +574,11 @@ impl Growth<'_> {
             output: root.meta().clone(),
             extra_outputs,
         };
-        let consts = self.consts.into_values().map(|(_, a, slots)| (a, slots)).collect();
+        let consts = self
+            .consts
+            .iter()
+            .map(|&(c, _)| (nodes[c as usize].array.clone(), self.slots[c as usize].count as usize))
+            .collect();
         Some(Region { root: root.clone(), members: order, exposed, leaves, consts, program })
     }
 }
