@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use smallvec::SmallVec;
+
 use crate::backend::{Buffer, backend_for};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -42,21 +44,24 @@ pub(crate) struct Node {
 /// out (detaching the node from its inputs, so their memory can go) and leaves `Ready`,
 /// which keeps them only for a node built inside a [`retaining`] scope.
 pub(crate) enum State {
-    Pending { op: Primitive, inputs: Vec<Array> },
+    Pending { op: Primitive, inputs: Inputs },
     Running,
     Ready { buffer: Buffer, kept: Option<Box<Kept>> },
     Failed(Error),
 }
 
+/// A node's inputs: inline up to three, the most any primitive but `Concatenate` takes.
+pub(crate) type Inputs = SmallVec<[Array; 3]>;
+
 /// What a retained node keeps after eval, for a transform to walk.
 pub(crate) struct Kept {
     pub(crate) op: Primitive,
-    pub(crate) inputs: Vec<Array>,
+    pub(crate) inputs: Inputs,
 }
 
 impl State {
     /// The node's inputs while it still holds them (pending or retained).
-    fn inputs_mut(&mut self) -> Option<&mut Vec<Array>> {
+    fn inputs_mut(&mut self) -> Option<&mut Inputs> {
         match self {
             State::Pending { inputs, .. } => Some(inputs),
             State::Ready { kept: Some(k), .. } => Some(&mut k.inputs),
@@ -111,13 +116,13 @@ impl Drop for Node {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         let Some(inputs) = state.inputs_mut() else { return };
-        let mut stack = std::mem::take(inputs);
+        let mut stack: Vec<Array> = inputs.drain(..).collect();
         while let Some(a) = stack.pop() {
             // Only the last owner takes the inputs out; others just drop a reference.
             if let Some(mut node) = Arc::into_inner(a.0)
                 && let Some(inputs) = node.state.get_mut().unwrap_or_else(|e| e.into_inner()).inputs_mut()
             {
-                stack.append(inputs);
+                stack.extend(inputs.drain(..));
             }
         }
     }
@@ -128,8 +133,9 @@ impl Array {
     /// ([`crate::stream::placement`]: the scope's, else its inputs').
     /// Its shape and dtype come from the primitive's [`Rules::infer`](crate::primitive::Rules),
     /// which also rejects inputs the primitive does not take.
-    pub(crate) fn from_op(op: impl Into<Primitive>, inputs: Vec<Array>) -> Result<Array> {
+    pub(crate) fn from_op(op: impl Into<Primitive>, inputs: impl IntoIterator<Item = Array>) -> Result<Array> {
         let op = op.into();
+        let inputs: Inputs = inputs.into_iter().collect();
         // Metas on the stack for the common arities: every op builds one node, and this
         // vector was one of its allocations (callgrind, the 1000-op chain, session 17).
         let meta = match inputs.as_slice() {
@@ -165,8 +171,8 @@ impl Array {
     /// inside a [`retaining`] scope). `None` for data and detached nodes.
     pub(crate) fn graph(&self) -> Option<(Primitive, Vec<Array>)> {
         match &*self.0.lock() {
-            State::Pending { op, inputs } => Some((op.clone(), inputs.clone())),
-            State::Ready { kept: Some(k), .. } => Some((k.op.clone(), k.inputs.clone())),
+            State::Pending { op, inputs } => Some((op.clone(), inputs.to_vec())),
+            State::Ready { kept: Some(k), .. } => Some((k.op.clone(), k.inputs.to_vec())),
             State::Ready { kept: None, .. } | State::Running | State::Failed(_) => None,
         }
     }

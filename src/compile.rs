@@ -310,7 +310,7 @@ where
         // other paths to the same array (an input passed twice, or captured as well).
         let stand_ins: Vec<Array> = inputs
             .iter()
-            .map(|x| with_stream(&x.stream(), || Array::from_op(DeviceCopy, vec![x.clone()])))
+            .map(|x| with_stream(&x.stream(), || Array::from_op(DeviceCopy, [x.clone()])))
             .collect::<Result<_>>()?;
         // Retaining: a node the function evaluates keeps its graph, so the walk sees
         // through it instead of baking its value in.
@@ -599,7 +599,7 @@ fn record(stand_ins: &[Array], outputs: &[Array]) -> Result<Trace> {
     let mut seen: HashMap<(&'static str, Vec<Ref>), Vec<usize>> = HashMap::new();
     let capture = |a: &Array, consts: &mut Vec<Array>| -> Result<Ref> {
         // Detached data: evaluated once, without the (retained) graph that made it.
-        let data = not_retaining(|| with_stream(&a.stream(), || Array::from_op(DeviceCopy, vec![a.clone()])))?;
+        let data = not_retaining(|| with_stream(&a.stream(), || Array::from_op(DeviceCopy, [a.clone()])))?;
         data.eval()?;
         consts.push(data);
         Ok(Ref::Const(consts.len() - 1))

@@ -4,6 +4,9 @@
 //! contiguous inputs plus the shapes and strides its primitive names). Array users need
 //! none of it.
 
+/// A shape: inline up to four axes, so the shapes of most nodes allocate nothing.
+pub type Shape = smallvec::SmallVec<[usize; 4]>;
+
 use crate::error::{Error, Result};
 
 /// Number of elements of a shape (1 for a scalar). Saturates at `usize::MAX` instead of

@@ -12,6 +12,7 @@ use crate::backend::backend_for;
 use crate::dtype::DType;
 use crate::eval::{Met, Order};
 use crate::primitive::{FusionClass, Meta, Primitive, ReduceOp};
+use crate::shape::Shape;
 use crate::stream::Stream;
 
 /// Bounds on a region, the one place they are set (each backend's [`Fuser`] gives its own).
@@ -149,7 +150,7 @@ pub(crate) fn single(a: &Array) -> bool {
 /// True if `a` is read broadcast at `shape` (neither one element nor of that shape): what
 /// makes a lone elementwise op a region where [`Limits::lone_broadcasts`].
 fn read_broadcast(a: &Array, shape: &[usize]) -> bool {
-    a.meta().numel() != 1 && a.meta().shape != shape
+    a.meta().numel() != 1 && a.meta().shape[..] != *shape
 }
 
 /// The programs the next eval of `outputs` would run fused (with fusion on), without
@@ -276,14 +277,14 @@ struct Growth<'a> {
     /// This region's number, stamped on the slots it uses.
     region: u32,
     stream: Stream,
-    shape: Vec<usize>,
+    shape: Shape,
     fuser: &'static dyn Fuser,
     limits: Limits,
     /// The root's reduction (op and axes) when the root reduces.
     reduction: Option<(ReduceOp, Vec<usize>)>,
     /// The shape of the region's reductions (the root's output, or the first absorbed
     /// [`Step::Reduce`]'s): every reduction of a region reduces the same axes.
-    row: Option<Vec<usize>>,
+    row: Option<Shape>,
     /// Absorbed nodes, the root first, with their primitives.
     members: Vec<(u32, Primitive)>,
     /// Every node met as a leaf, in order; those absorbed since are members (their slot
@@ -565,7 +566,7 @@ impl<'a> Growth<'a> {
         };
         let root = &nodes[root as usize].array;
         let program = Program {
-            shape: self.shape.clone(),
+            shape: self.shape.to_vec(),
             inputs: metas,
             steps,
             result,

@@ -168,7 +168,7 @@ fn int_range(dtype: DType) -> Option<(f64, f64)> {
 /// A 0-d `Full` node holding `value` in `dtype`.
 pub(crate) fn scalar_array(op: &'static str, value: f64, dtype: DType) -> Result<Array> {
     check_fits(op, value, dtype)?;
-    Array::from_op(Full { value, shape: vec![], dtype }, vec![])
+    Array::from_op(Full { value, shape: vec![], dtype }, [])
 }
 
 /// Builds `op(a, b)` with the module's dtype rules.
@@ -193,7 +193,7 @@ pub(crate) fn binary(name: &'static str, op: BinaryOp, a: Operand, b: Operand) -
     crate::stream::following([a.stream(), b.stream()].into_iter().flatten(), || {
         let x = a.to_array(name, in_dtype)?;
         let y = b.to_array(name, in_dtype)?;
-        Array::from_op(Binary { op }, vec![x, y])
+        Array::from_op(Binary { op }, [x, y])
     })
 }
 

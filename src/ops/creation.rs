@@ -19,7 +19,7 @@ use crate::shape::check_size;
 pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Array> {
     check_size("full", shape, dtype)?;
     check_fits("full", value, dtype)?;
-    Array::from_op(Full { value, shape: shape.to_vec(), dtype }, vec![])
+    Array::from_op(Full { value, shape: shape.to_vec(), dtype }, [])
 }
 
 /// An array of `shape` filled with 0.
@@ -62,7 +62,7 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
         check_fits("arange", start, dtype)?;
         check_fits("arange", start + (len - 1) as f64 * step, dtype)?;
     }
-    Array::from_op(Arange { start, step, shape: vec![len], dtype }, vec![])
+    Array::from_op(Arange { start, step, shape: vec![len], dtype }, [])
 }
 
 /// `num` evenly spaced values from `start` to `stop`, both included; the last is exactly
@@ -81,13 +81,13 @@ pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array
     check_fits("linspace", start, dtype)?;
     check_fits("linspace", stop, dtype)?;
     if num <= 1 {
-        return Array::from_op(Full { value: start, shape: vec![num], dtype }, vec![]);
+        return Array::from_op(Full { value: start, shape: vec![num], dtype }, []);
     }
     // The last value is set to `stop` exactly instead of trusting start + (n-1) * step.
     let step = (stop - start) / (num - 1) as f64;
-    let head = Array::from_op(Arange { start, step, shape: vec![num - 1], dtype }, vec![])?;
-    let last = Array::from_op(Full { value: stop, shape: vec![1], dtype }, vec![])?;
-    Array::from_op(Concatenate { axis: 0 }, vec![head, last])
+    let head = Array::from_op(Arange { start, step, shape: vec![num - 1], dtype }, [])?;
+    let last = Array::from_op(Full { value: stop, shape: vec![1], dtype }, [])?;
+    Array::from_op(Concatenate { axis: 0 }, [head, last])
 }
 
 /// An `n x m` matrix (`m` defaults to `n`) with ones on diagonal `k` (0 the main one,
@@ -110,8 +110,8 @@ pub fn eye(n: usize, m: Option<usize>, k: isize, dtype: DType) -> Result<Array> 
         return Err(Error::invalid("eye", format!("{n} x {m} is too large")));
     }
     // Row index + k as a column ([n, 1]) against column indices ([1, m]).
-    let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![n, 1], dtype: DType::I32 }, vec![])?;
-    let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, m], dtype: DType::I32 }, vec![])?;
+    let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![n, 1], dtype: DType::I32 }, [])?;
+    let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, m], dtype: DType::I32 }, [])?;
     rows.eq(&cols)?.astype(dtype)
 }
 

@@ -17,7 +17,7 @@ impl Array {
     /// The same values, made available on `stream` (and its device) by a copy node that
     /// runs there; work built on the result can stay on that stream.
     pub fn to_stream(&self, stream: &Stream) -> Result<Array> {
-        with_stream(stream, || Array::from_op(DeviceCopy, vec![self.clone()]))
+        with_stream(stream, || Array::from_op(DeviceCopy, [self.clone()]))
     }
 }
 

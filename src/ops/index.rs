@@ -145,7 +145,7 @@ impl Array {
         let mut full = sh.clone();
         full[ax] = m;
         let idx = idx.reshape_to(one_axis)?.broadcast_to(&full)?;
-        let gathered = Array::from_op(Gather { axis: ax }, vec![src, idx])?;
+        let gathered = Array::from_op(Gather { axis: ax }, [src, idx])?;
         let mut out = sh[..ax].to_vec();
         out.extend_from_slice(indices.shape());
         out.extend_from_slice(&sh[ax + 1..]);
@@ -191,7 +191,7 @@ impl Array {
         check_nonempty_axis("take_along_axis", self.shape(), ax, numel(&idx_shape))?;
         let src = self.broadcast_to(&src_shape)?;
         let idx = idx.broadcast_to(&idx_shape)?;
-        Array::from_op(Gather { axis: ax }, vec![src, idx])
+        Array::from_op(Gather { axis: ax }, [src, idx])
     }
 
     /// A copy with `out[i with i[axis] = indices[i]] = updates[i]` (PyTorch's
@@ -243,7 +243,7 @@ impl Array {
             return Ok(self.clone());
         }
         let upd = updates.broadcast_to(idx.shape())?.astype(self.dtype())?;
-        Array::from_op(Scatter { axis: ax, mode }, vec![self.clone(), idx, upd])
+        Array::from_op(Scatter { axis: ax, mode }, [self.clone(), idx, upd])
     }
 
     /// The upper triangle of the last two axes: elements with `col - row >= k` are kept,
@@ -268,10 +268,10 @@ impl Array {
             [.., m, n] => (*m, *n),
         };
         // I32 arithmetic saturates a huge k, which still keeps all or nothing.
-        let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![m, 1], dtype: DType::I32 }, vec![])?;
-        let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, n], dtype: DType::I32 }, vec![])?;
-        let keep = Array::from_op(Binary { op: cmp }, vec![cols, rows])?;
-        let zero = Array::from_op(Full { value: 0.0, shape: vec![], dtype: self.dtype() }, vec![])?;
-        Array::from_op(Select, vec![keep, self.clone(), zero])
+        let rows = Array::from_op(Arange { start: k as f64, step: 1.0, shape: vec![m, 1], dtype: DType::I32 }, [])?;
+        let cols = Array::from_op(Arange { start: 0.0, step: 1.0, shape: vec![1, n], dtype: DType::I32 }, [])?;
+        let keep = Array::from_op(Binary { op: cmp }, [cols, rows])?;
+        let zero = Array::from_op(Full { value: 0.0, shape: vec![], dtype: self.dtype() }, [])?;
+        Array::from_op(Select, [keep, self.clone(), zero])
     }
 }

@@ -45,9 +45,9 @@ impl Array {
         out.extend_from_slice(&[m, n]);
         let prod = if k == 0 {
             // An empty sum; kernels never see a zero-length inner axis.
-            Array::from_op(Full { value: 0.0, shape: out, dtype }, vec![])?
+            Array::from_op(Full { value: 0.0, shape: out, dtype }, [])?
         } else {
-            Array::from_op(Matmul { trans_a, trans_b }, vec![a, b])?
+            Array::from_op(Matmul { trans_a, trans_b }, [a, b])?
         };
         let mut result = batch;
         if sa.len() > 1 {
@@ -100,7 +100,7 @@ pub fn outer(a: &Array, b: &Array) -> Result<Array> {
     let a = a.astype(dtype)?.reshape_to(vec![n, 1])?;
     let b = b.astype(dtype)?.reshape_to(vec![1, m])?;
     let op = if dtype == DType::Bool { BinaryOp::LogicalAnd } else { BinaryOp::Mul };
-    Array::from_op(Binary { op }, vec![a, b])
+    Array::from_op(Binary { op }, [a, b])
 }
 
 #[cfg(test)]

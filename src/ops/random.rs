@@ -51,11 +51,11 @@ fn check_float(op: &'static str, dtype: DType) -> Result<()> {
 }
 
 fn scalar(value: f64, dtype: DType) -> Result<Array> {
-    Array::from_op(Full { value, shape: vec![], dtype }, vec![])
+    Array::from_op(Full { value, shape: vec![], dtype }, [])
 }
 
 fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
-    Array::from_op(Binary { op }, vec![a.clone(), b.clone()])
+    Array::from_op(Binary { op }, [a.clone(), b.clone()])
 }
 
 fn binary_scalar(op: BinaryOp, a: &Array, value: f64) -> Result<Array> {
@@ -63,13 +63,13 @@ fn binary_scalar(op: BinaryOp, a: &Array, value: f64) -> Result<Array> {
 }
 
 fn unary(op: UnaryOp, a: &Array) -> Result<Array> {
-    Array::from_op(Unary { op }, vec![a.clone()])
+    Array::from_op(Unary { op }, [a.clone()])
 }
 
 /// `U32` random bits of `shape` for sampling with `key`.
 fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
-    let sample_key = Array::from_op(RandomBits { shape: vec![2] }, vec![key.clone()])?;
-    Array::from_op(RandomBits { shape: shape.to_vec() }, vec![sample_key])
+    let sample_key = Array::from_op(RandomBits { shape: vec![2] }, [key.clone()])?;
+    Array::from_op(RandomBits { shape: shape.to_vec() }, [sample_key])
 }
 
 /// The top 24 bits of `bits` as integers `0..2^24` in `dtype` (exact in every float
@@ -123,7 +123,7 @@ pub fn key(seed: u64) -> Result<Array> {
 pub fn split(key: &Array, num: usize) -> Result<Array> {
     check_key("random.split", key)?;
     let rows = num.checked_add(1).ok_or_else(|| Error::shape("random.split", format!("{num} keys are too many")))?;
-    let all = Array::from_op(RandomBits { shape: vec![rows, 2] }, vec![key.clone()])?;
+    let all = Array::from_op(RandomBits { shape: vec![rows, 2] }, [key.clone()])?;
     all.slice(&[SliceArg::new(Some(1), None, 1)])
 }
 
@@ -153,7 +153,7 @@ pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -
     }
     let n = numel(shape);
     if n == 0 {
-        return Array::from_op(Full { value: 0.0, shape: shape.to_vec(), dtype }, vec![]);
+        return Array::from_op(Full { value: 0.0, shape: shape.to_vec(), dtype }, []);
     }
     let cdt = compute_dtype(dtype);
     let pairs = n.div_ceil(2);

@@ -50,7 +50,7 @@ impl Array {
         if p.axes.is_empty() {
             return self.reshape_to(p.out.clone());
         }
-        let r = Array::from_op(Reduce { op, axes: p.axes.clone() }, vec![self.clone()])?;
+        let r = Array::from_op(Reduce { op, axes: p.axes.clone() }, [self.clone()])?;
         r.reshape_to(p.out.clone())
     }
 
@@ -220,7 +220,7 @@ impl Array {
         if self.shape()[ax] == 0 {
             return Err(Error::shape(name, format!("axis {axis} of shape {:?} is empty", self.shape())));
         }
-        let r = Array::from_op(ArgReduce { op, axis: ax }, vec![self.clone()])?;
+        let r = Array::from_op(ArgReduce { op, axis: ax }, [self.clone()])?;
         if keepdims {
             return Ok(r);
         }
@@ -246,7 +246,7 @@ impl Array {
     fn scan(&self, name: &'static str, op: ScanOp, axis: isize, reverse: bool) -> Result<Array> {
         let x = if self.ndim() == 0 && (axis == 0 || axis == -1) { self.reshape_to(vec![1])? } else { self.clone() };
         let axis = normalize_axis(name, axis, x.ndim())?;
-        Array::from_op(Scan { op, axis, reverse }, vec![x])
+        Array::from_op(Scan { op, axis, reverse }, [x])
     }
 
     /// Inclusive cumulative sum along `axis` (from the end if `reverse`). Bool sums as `I32`.

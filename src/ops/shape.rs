@@ -136,7 +136,7 @@ impl Array {
         if shape == self.shape() {
             return Ok(self.clone());
         }
-        Array::from_op(Reshape { shape }, vec![self.clone()])
+        Array::from_op(Reshape { shape }, [self.clone()])
     }
 
     /// A strided view of this array's contiguous data, materialised by the backend.
@@ -144,7 +144,7 @@ impl Array {
         if shape == self.shape() && offset == 0 && strides == contiguous_strides(&shape) {
             return Ok(self.clone());
         }
-        Array::from_op(AsStrided { shape, strides, offset }, vec![self.clone()])
+        Array::from_op(AsStrided { shape, strides, offset }, [self.clone()])
     }
 
     /// Broadcasts to `shape` with NumPy's rules.
@@ -415,7 +415,7 @@ impl Array {
             let block = |n: usize| -> Result<Array> {
                 let mut s = x.shape().to_vec();
                 s[ax] = n;
-                Array::from_op(Full { value, shape: s, dtype: x.dtype() }, vec![])
+                Array::from_op(Full { value, shape: s, dtype: x.dtype() }, [])
             };
             let (b, a) = (block(before)?, block(after)?);
             x = concatenate(&[&b, &x, &a], ax as isize)?;
@@ -459,7 +459,7 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
     // Empty pieces add nothing; kernels never see them.
     let parts: Vec<Array> = arrays.iter().filter(|a| a.size() > 0).map(|a| a.astype(dtype)).collect::<Result<_>>()?;
     match parts.len() {
-        0 => Array::from_op(Full { value: 0.0, shape: out, dtype }, vec![]),
+        0 => Array::from_op(Full { value: 0.0, shape: out, dtype }, []),
         1 => Ok(parts.into_iter().next().expect("one part")),
         _ => Array::from_op(Concatenate { axis: ax }, parts),
     }

@@ -18,11 +18,11 @@ impl Array {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        Array::from_op(AsType { dtype }, vec![self.clone()])
+        Array::from_op(AsType { dtype }, [self.clone()])
     }
 
     fn unary_node(&self, op: UnaryOp) -> Result<Array> {
-        Array::from_op(Unary { op }, vec![self.clone()])
+        Array::from_op(Unary { op }, [self.clone()])
     }
 
     /// A float-only op: integer and bool input is cast to `F32` first.
@@ -98,7 +98,7 @@ impl Array {
 
     fn float_test(&self, op: UnaryOp) -> Result<Array> {
         if !self.dtype().is_float() {
-            return Array::from_op(Full { value: 0.0, shape: self.shape().to_vec(), dtype: DType::Bool }, vec![]);
+            return Array::from_op(Full { value: 0.0, shape: self.shape().to_vec(), dtype: DType::Bool }, []);
         }
         self.unary_node(op)
     }

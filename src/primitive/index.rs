@@ -104,7 +104,7 @@ impl Rules for Concatenate {
                 offset: start * strides[self.axis] as usize,
             };
             start += p.shape()[self.axis];
-            out.push(Some(Array::from_op(view, vec![cotangent.clone()])?));
+            out.push(Some(Array::from_op(view, [cotangent.clone()])?));
         }
         Ok(out)
     }
@@ -164,10 +164,10 @@ impl Rules for Gather {
         let at = clamped(idx, src.shape()[self.axis])?;
         let zeros = src.zeros_like()?;
         let add = Scatter { axis: self.axis, mode: ScatterMode::Add };
-        Ok(vec![Some(Array::from_op(add, vec![zeros, at, cotangent.clone()])?), None])
+        Ok(vec![Some(Array::from_op(add, [zeros, at, cotangent.clone()])?), None])
     }
     fn jvp(&self, primals: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
-        tangents[0].as_ref().map(|t| Array::from_op(*self, vec![t.clone(), primals[1].clone()])).transpose()
+        tangents[0].as_ref().map(|t| Array::from_op(*self, [t.clone(), primals[1].clone()])).transpose()
     }
 }
 
@@ -227,10 +227,10 @@ impl Rules for Scatter {
             ScatterMode::Add => cotangent.clone(),
             ScatterMode::Assign => {
                 let zeros = upd.zeros_like()?;
-                Array::from_op(*self, vec![cotangent.clone(), idx.clone(), zeros])?
+                Array::from_op(*self, [cotangent.clone(), idx.clone(), zeros])?
             }
         };
-        let read = Array::from_op(Gather { axis: self.axis }, vec![cotangent.clone(), clamped(idx, n)?])?;
+        let read = Array::from_op(Gather { axis: self.axis }, [cotangent.clone(), clamped(idx, n)?])?;
         let g_upd = crate::where_(&in_range(idx, n)?, &read, 0.0)?;
         Ok(vec![Some(g_dst), None, Some(g_upd)])
     }

@@ -53,7 +53,7 @@ impl Rules for Matmul {
     fn vjp(&self, primals: &[Array], _: &Array, cotangent: &Array) -> Result<Vec<Option<Array>>> {
         let (a, b, g) = (&primals[0], &primals[1], cotangent);
         let mm = |trans_a, trans_b, x: &Array, y: &Array| {
-            Array::from_op(Matmul { trans_a, trans_b }, vec![x.clone(), y.clone()])
+            Array::from_op(Matmul { trans_a, trans_b }, [x.clone(), y.clone()])
         };
         let da = if self.trans_a {
             // stored a = A^T, so da = (G B^T)^T = B G^T.
@@ -70,10 +70,8 @@ impl Rules for Matmul {
         Ok(vec![Some(unbroadcast(&da, a.shape())?), Some(unbroadcast(&db, b.shape())?)])
     }
     fn jvp(&self, primals: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
-        let ta =
-            tangents[0].as_ref().map(|t| Array::from_op(*self, vec![t.clone(), primals[1].clone()])).transpose()?;
-        let tb =
-            tangents[1].as_ref().map(|t| Array::from_op(*self, vec![primals[0].clone(), t.clone()])).transpose()?;
+        let ta = tangents[0].as_ref().map(|t| Array::from_op(*self, [t.clone(), primals[1].clone()])).transpose()?;
+        let tb = tangents[1].as_ref().map(|t| Array::from_op(*self, [primals[0].clone(), t.clone()])).transpose()?;
         super::calculus::add_opt(ta, tb)
     }
 }

@@ -63,15 +63,15 @@ pub(crate) use calculus::{Partial, or_zeros, unbroadcast};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Meta {
     /// The shape.
-    pub shape: Vec<usize>,
+    pub shape: crate::shape::Shape,
     /// The dtype.
     pub dtype: DType,
 }
 
 impl Meta {
     /// A meta from a shape and a dtype.
-    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType) -> Meta {
-        Meta { shape: shape.into(), dtype }
+    pub fn new(shape: impl AsRef<[usize]>, dtype: DType) -> Meta {
+        Meta { shape: crate::shape::Shape::from_slice(shape.as_ref()), dtype }
     }
     /// Number of elements.
     pub fn numel(&self) -> usize {

@@ -149,7 +149,7 @@ impl Rules for Reduce {
             ReduceOp::Sum => t.clone(),
             ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => t.mul(&self.partial(x, output)?)?,
         };
-        Ok(Some(Array::from_op(Reduce { op: ReduceOp::Sum, axes: self.axes.clone() }, vec![t])?))
+        Ok(Some(Array::from_op(Reduce { op: ReduceOp::Sum, axes: self.axes.clone() }, [t])?))
     }
 }
 
@@ -193,7 +193,7 @@ impl Rules for ArgReduce {
 impl Scan {
     /// A running sum of `g` in the opposite direction.
     fn flipped(&self, g: &Array) -> Result<Array> {
-        Array::from_op(Scan { op: ScanOp::Sum, axis: self.axis, reverse: !self.reverse }, vec![g.clone()])
+        Array::from_op(Scan { op: ScanOp::Sum, axis: self.axis, reverse: !self.reverse }, [g.clone()])
     }
 
     /// For a running max or min `y` of `x`: for each output, the index along the axis
@@ -208,7 +208,7 @@ impl Scan {
         let iota = crate::arange(0.0, n as f64, 1.0, DType::I32)?.reshape_to(along)?.broadcast_to(x.shape())?;
         let (fill, op) = if self.reverse { ((n - 1) as i64, ScanOp::Min) } else { (0, ScanOp::Max) };
         let at = crate::where_(&x.eq(y)?, &iota, fill)?;
-        Array::from_op(Scan { op, axis: self.axis, reverse: self.reverse }, vec![at])
+        Array::from_op(Scan { op, axis: self.axis, reverse: self.reverse }, [at])
     }
 }
 
@@ -249,7 +249,7 @@ impl Rules for Scan {
             ScanOp::Max | ScanOp::Min => {
                 let src = self.sources(x, output)?;
                 let zeros = x.zeros_like()?;
-                Array::from_op(Scatter { axis: self.axis, mode: ScatterMode::Add }, vec![zeros, src, g.clone()])?
+                Array::from_op(Scatter { axis: self.axis, mode: ScatterMode::Add }, [zeros, src, g.clone()])?
             }
         })])
     }
@@ -260,10 +260,10 @@ impl Rules for Scan {
         }
         let sum = Scan { op: ScanOp::Sum, ..*self };
         Ok(Some(match self.op {
-            ScanOp::Sum => Array::from_op(sum, vec![t.clone()])?,
-            ScanOp::Prod => Array::from_op(sum, vec![t.div(x)?])?.mul(output)?,
+            ScanOp::Sum => Array::from_op(sum, [t.clone()])?,
+            ScanOp::Prod => Array::from_op(sum, [t.div(x)?])?.mul(output)?,
             ScanOp::Max | ScanOp::Min => {
-                Array::from_op(Gather { axis: self.axis }, vec![t.clone(), self.sources(x, output)?])?
+                Array::from_op(Gather { axis: self.axis }, [t.clone(), self.sources(x, output)?])?
             }
         }))
     }

@@ -90,7 +90,7 @@ impl Rules for AsStrided {
         Ok(vec![Some(self.transpose_into(cotangent, x.shape())?)])
     }
     fn jvp(&self, _: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
-        tangents[0].as_ref().map(|t| Array::from_op(self.clone(), vec![t.clone()])).transpose()
+        tangents[0].as_ref().map(|t| Array::from_op(self.clone(), [t.clone()])).transpose()
     }
 }
 
@@ -124,7 +124,7 @@ impl AsStrided {
         let idx = Array::from_slice(&idx, &[idx.len()])?;
         let zeros = crate::full(&[n], 0.0, g.dtype())?;
         let flat = g.reshape_to(vec![g.size()])?;
-        Array::from_op(Scatter { axis: 0, mode: ScatterMode::Add }, vec![zeros, idx, flat])?.reshape_to(shape.to_vec())
+        Array::from_op(Scatter { axis: 0, mode: ScatterMode::Add }, [zeros, idx, flat])?.reshape_to(shape.to_vec())
     }
 
     /// The axes of `view` (this view's shape after summing broadcast axes) in decreasing

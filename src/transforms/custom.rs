@@ -19,7 +19,7 @@ use crate::stream::with_stream;
 /// # Ok::<(), lazuli::Error>(())
 /// ```
 pub fn stop_gradient(x: &Array) -> Result<Array> {
-    Array::from_op(Marker { kind: MarkerKind::StopGradient, index: 0 }, vec![x.clone()])
+    Array::from_op(Marker { kind: MarkerKind::StopGradient, index: 0 }, [x.clone()])
 }
 
 /// Output `i` of a function as a node carrying `rule`: inputs `[outputs.., args..]`,

@@ -51,7 +51,7 @@ fn stand_ins(op: &'static str, primals: &[Array]) -> Result<Vec<Array>> {
                     format!("cannot differentiate with respect to input {i}: only float arrays have derivatives (convert it with astype)"),
                 ));
             }
-            with_stream(&p.stream(), || Array::from_op(DeviceCopy, vec![p.clone()]))
+            with_stream(&p.stream(), || Array::from_op(DeviceCopy, [p.clone()]))
         })
         .collect()
 }
@@ -64,7 +64,7 @@ fn handed_out(y: &Array) -> Result<Array> {
     if is_retaining() {
         return Ok(y.clone());
     }
-    not_retaining(|| with_stream(&y.stream(), || Array::from_op(DeviceCopy, vec![y.clone()])))
+    not_retaining(|| with_stream(&y.stream(), || Array::from_op(DeviceCopy, [y.clone()])))
 }
 
 /// Checks that `given` (cotangents or tangents) match `like` one to one in shape and dtype.

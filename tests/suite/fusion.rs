@@ -465,7 +465,7 @@ fn generated_kernels_validate() {
     let mut n = 0;
     // A reduction program as the GPU planner makes it (the CPU does not fuse reductions,
     // so it is written out here): sum over rows of (x - mean)^2, mean read per row.
-    let meta = |shape: &[usize]| lazuli::primitive::Meta { shape: shape.to_vec(), dtype: DType::F32 };
+    let meta = |shape: &[usize]| lazuli::primitive::Meta::new(shape, DType::F32);
     let var = fusion::Program {
         shape: vec![96, 300],
         inputs: vec![meta(&[96, 300]), meta(&[96, 1]), meta(&[1, 300])],
@@ -745,7 +745,7 @@ fn row_kernel_text_is_bounded() {
 #[cfg(feature = "gpu")]
 #[test]
 fn bad_extra_outputs_are_errors() {
-    let meta = |shape: &[usize]| lazuli::primitive::Meta { shape: shape.to_vec(), dtype: DType::F32 };
+    let meta = |shape: &[usize]| lazuli::primitive::Meta::new(shape, DType::F32);
     let p = fusion::Program {
         shape: vec![4],
         inputs: vec![meta(&[4])],
