@@ -148,8 +148,8 @@ impl Array {
         // The one place every node's size is checked: no kernel, allocation or offset
         // computation downstream can overflow.
         crate::shape::check_size(op.name(), &meta.shape, meta.dtype)?;
+        // Checked there: a closed stream is never recorded.
         let stream = crate::stream::placement(inputs.iter().map(|a| a.stream()))?;
-        stream.check()?;
         let name = op.name();
         Ok(Self::with_state(meta, stream, name, State::Pending { op, inputs }))
     }

@@ -425,10 +425,11 @@ pub(crate) fn scoped_stream() -> Option<Stream> {
 /// 3. no inputs: [`current_stream`].
 ///
 /// A followed stream that has since been closed (or outlived `shutdown()`) is replaced
-/// by its device's current default stream: evaluated data stays usable, as on a read.
+/// by its device's current default stream: evaluated data stays usable, as on a read. A
+/// scope's closed stream is an error. Whatever it returns has been checked.
 pub(crate) fn placement(inputs: impl IntoIterator<Item = Stream>) -> Result<Stream> {
     if let Some(s) = scoped_stream() {
-        return Ok(s);
+        return s.check().map(|()| s);
     }
     let default = default_device();
     let mut first = None;
