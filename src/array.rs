@@ -116,7 +116,9 @@ impl Drop for Node {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         let Some(inputs) = state.inputs_mut() else { return };
-        let mut stack: Vec<Array> = inputs.drain(..).collect();
+        // Inline: in a chain each node takes its input's inputs, so the stack stays short
+        // (a heap vector here was an allocation per node dropped).
+        let mut stack: SmallVec<[Array; 8]> = inputs.drain(..).collect();
         while let Some(a) = stack.pop() {
             // Only the last owner takes the inputs out; others just drop a reference.
             if let Some(mut node) = Arc::into_inner(a.0)

@@ -86,6 +86,12 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], ndim: usize) -> Result<V
 
 /// NumPy broadcasting of two shapes.
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    broadcast_shape(op, a, b).map(|s| s.to_vec())
+}
+
+/// [`broadcast_shapes`] as a [`Shape`]: what a node's meta holds, made without a heap
+/// allocation (each binary op's shape rule calls it).
+pub(crate) fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> Result<Shape> {
     check_broadcast(op, a, b)?;
     // Aligned at the last axis; where one side is shorter or 1, the other's size.
     let n = a.len().max(b.len());

@@ -76,6 +76,7 @@ pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
     // Each attempt stamps the slots it uses with its own number (from 1): none are
     // cleared, and an attempt that made no region leaves stamps no later one reads.
     let mut attempt = 0;
+    let mut lists = Lists::default();
     // Consumers come after their inputs: walking backwards grows each region from its
     // last consumer, so regions are as large as the rules allow.
     for &root in order.iter().rev() {
@@ -83,15 +84,15 @@ pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
             continue;
         }
         attempt += 1;
-        let Some(mut g) = Growth::start(&nodes, &mut slots, attempt, root) else { continue };
+        let Some(mut g) = Growth::start(&nodes, &mut slots, &mut lists, attempt, root) else { continue };
         let Some(r) = g.finish(root) else { continue };
-        for &(m, _) in &g.members {
+        for &(m, _) in &g.b.members {
             taken[m as usize] = true;
         }
-        if !g.consts.is_empty() && folded.is_empty() {
+        if !g.b.consts.is_empty() && folded.is_empty() {
             folded = vec![(0, 0); nodes.len()];
         }
-        for &(c, _) in &g.consts {
+        for &(c, _) in &g.b.consts {
             let f = &mut folded[c as usize];
             f.0 += g.slots[c as usize].count;
             f.1 += 1;
@@ -285,25 +286,48 @@ struct Growth<'a> {
     /// The shape of the region's reductions (the root's output, or the first absorbed
     /// [`Step::Reduce`]'s): every reduction of a region reduces the same axes.
     row: Option<Shape>,
+    /// The region's lists (members, leaves, constants, work).
+    b: &'a mut Lists,
+    /// Leaves not absorbed: the region's distinct inputs.
+    open: usize,
+    /// Members written out as extra outputs.
+    exposed: usize,
+}
+
+/// The lists a region is grown in, kept across the attempts of one plan: growing into
+/// fresh vectors was a few allocations per region and per lone root.
+#[derive(Default)]
+struct Lists {
     /// Absorbed nodes, the root first, with their primitives.
     members: Vec<(u32, Primitive)>,
     /// Every node met as a leaf, in order; those absorbed since are members (their slot
     /// says which).
     leaves: Vec<u32>,
-    /// Leaves not absorbed: the region's distinct inputs.
-    open: usize,
-    /// Members written out as extra outputs.
-    exposed: usize,
     /// Folded constants with their primitives.
     consts: Vec<(u32, Primitive)>,
     /// Leaves to try absorbing (again: a leaf named by one more member may pass now).
     work: Vec<u32>,
 }
 
+impl Lists {
+    fn clear(&mut self) {
+        self.members.clear();
+        self.leaves.clear();
+        self.consts.clear();
+        self.work.clear();
+    }
+}
+
 impl<'a> Growth<'a> {
     /// The region rooted at node `root`, grown as far as the rules allow; `None` if it
     /// would fuse nothing more than the root alone.
-    fn start(nodes: &'a [Met], slots: &'a mut [Slot], region: u32, root: u32) -> Option<Growth<'a>> {
+    fn start(
+        nodes: &'a [Met],
+        slots: &'a mut [Slot],
+        lists: &'a mut Lists,
+        region: u32,
+        root: u32,
+    ) -> Option<Growth<'a>> {
         let met = &nodes[root as usize];
         let a = &met.array;
         let stream = a.stream();
@@ -341,28 +365,27 @@ impl<'a> Growth<'a> {
             limits,
             reduction,
             row,
-            members: vec![(root, op)],
-            leaves: Vec::new(),
+            b: lists,
             open: 0,
             exposed: 0,
-            consts: Vec::new(),
-            work: Vec::new(),
         };
+        g.b.clear();
+        g.b.members.push((root, op));
         g.add_inputs(ins);
-        while let Some(p) = g.work.pop() {
+        while let Some(p) = g.b.work.pop() {
             g.try_absorb(p);
         }
         if g.open + g.exposed > g.limits.max_inputs {
             return None;
         }
-        let absorbed = g.members.len() - 1 + g.consts.len();
+        let absorbed = g.b.members.len() - 1 + g.b.consts.len();
         // A reduction needs a prologue to gain anything; an elementwise root gains from a
         // folded constant too (one dispatch instead of two), or alone from reading an
         // input broadcast where the backend says so.
         let lone = g.limits.lone_broadcasts
             && g.reduction.is_none()
-            && g.leaves.iter().any(|&l| g.is(l, Role::Leaf) && read_broadcast(&nodes[l as usize].array, &g.shape));
-        if (absorbed == 0 && !lone) || (g.reduction.is_some() && g.members.len() == 1) {
+            && g.b.leaves.iter().any(|&l| g.is(l, Role::Leaf) && read_broadcast(&nodes[l as usize].array, &g.shape));
+        if (absorbed == 0 && !lone) || (g.reduction.is_some() && g.b.members.len() == 1) {
             return None;
         }
         Some(g)
@@ -384,7 +407,7 @@ impl<'a> Growth<'a> {
                     Role::Const => s.count += 1,
                     Role::Leaf => {
                         s.count += 1;
-                        self.work.push(i);
+                        self.b.work.push(i);
                     }
                 }
                 continue;
@@ -395,16 +418,16 @@ impl<'a> Growth<'a> {
                     region: self.region,
                     role: Role::Const,
                     count: 1,
-                    at: self.consts.len() as u32,
+                    at: self.b.consts.len() as u32,
                     ..Slot::UNSEEN
                 };
-                self.consts.push((i, c));
+                self.b.consts.push((i, c));
                 continue;
             }
             *s = Slot { region: self.region, role: Role::Leaf, count: 1, ..Slot::UNSEEN };
-            self.leaves.push(i);
+            self.b.leaves.push(i);
             self.open += 1;
-            self.work.push(i);
+            self.b.work.push(i);
         }
     }
 
@@ -431,7 +454,7 @@ impl<'a> Growth<'a> {
         // it (checked below, with their primitive).
         let at_shape = a.meta().shape == self.shape;
         let broadcast = !at_shape && self.limits.row_regions && broadcasts_to(&a.meta().shape, &self.shape);
-        if self.members.len() >= self.limits.max_steps
+        if self.b.members.len() >= self.limits.max_steps
             || a.stream() != self.stream
             || !(at_shape || broadcast)
             || a.0.retain
@@ -471,10 +494,10 @@ impl<'a> Growth<'a> {
         }
         let s = &mut self.slots[p as usize];
         s.role = Role::Member { exposed: held_outside };
-        s.at = self.members.len() as u32;
+        s.at = self.b.members.len() as u32;
         self.open -= 1;
         self.exposed += usize::from(held_outside);
-        self.members.push((p, op));
+        self.b.members.push((p, op));
         self.add_inputs(ins);
     }
 
@@ -487,11 +510,11 @@ impl<'a> Growth<'a> {
     /// `None` only if a member is not a step after all (absorbing checks that it is).
     fn finish(&mut self, root: u32) -> Option<Region> {
         let nodes = self.nodes;
-        let n = self.members.len() + self.consts.len() + self.open;
+        let n = self.b.members.len() + self.b.consts.len() + self.open;
         let mut steps = Vec::with_capacity(n);
         let mut leaves: Vec<Array> = Vec::with_capacity(self.open);
         let mut metas = Vec::with_capacity(self.open);
-        let mut order = Vec::with_capacity(self.members.len());
+        let mut order = Vec::with_capacity(self.b.members.len());
         let (mut extra_outputs, mut exposed) = (Vec::new(), Vec::new());
         let mut result = Slot::NO_VALUE as usize;
         let reduction = self.reduction.take();
@@ -511,7 +534,7 @@ impl<'a> Growth<'a> {
             let a = &nodes[p as usize].array;
             let value = match s.role {
                 Role::Const => {
-                    let step = Step::of(&self.consts[s.at as usize].1, &[]).expect("folded constants are Full");
+                    let step = Step::of(&self.b.consts[s.at as usize].1, &[]).expect("folded constants are Full");
                     computed(&mut steps, known.as_mut(), step, a.dtype())
                 }
                 Role::Leaf => {
@@ -540,7 +563,7 @@ impl<'a> Growth<'a> {
                     let v = computed(
                         &mut steps,
                         known.as_mut(),
-                        Step::of(&self.members[s.at as usize].1, &args)?,
+                        Step::of(&self.b.members[s.at as usize].1, &args)?,
                         a.dtype(),
                     );
                     if p != root {
@@ -576,6 +599,7 @@ impl<'a> Growth<'a> {
             extra_outputs,
         };
         let consts = self
+            .b
             .consts
             .iter()
             .map(|&(c, _)| (nodes[c as usize].array.clone(), self.slots[c as usize].count as usize))

@@ -6,7 +6,7 @@ use super::{FusionClass, Meta, Partial, Rules, arity, unbroadcast};
 use crate::array::Array;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::broadcast_shapes;
+use crate::shape::broadcast_shape;
 
 op_table! {
     /// Elementwise ops of two inputs of one dtype (the op layer promotes first).
@@ -123,9 +123,9 @@ impl Rules for Binary {
         if !self.op.domain().contains(a.dtype) {
             return Err(Error::dtype(self.name(), a.dtype, format!("defined on {}", self.op.domain().describe())));
         }
-        let shape = broadcast_shapes(self.name(), &a.shape, &b.shape)?;
+        let shape = broadcast_shape(self.name(), &a.shape, &b.shape)?;
         let dtype = if self.op.is_comparison() { DType::Bool } else { a.dtype };
-        Ok(Meta::new(shape, dtype))
+        Ok(Meta { shape, dtype })
     }
 
     fn fusion_class(&self) -> FusionClass {
@@ -187,8 +187,8 @@ impl Rules for Select {
         if a.dtype != b.dtype {
             return Err(Error::dtype("where", b.dtype, format!("both branches must be {} (promote first)", a.dtype)));
         }
-        let ab = broadcast_shapes("where", &a.shape, &b.shape)?;
-        Ok(Meta::new(broadcast_shapes("where", &c.shape, &ab)?, a.dtype))
+        let ab = broadcast_shape("where", &a.shape, &b.shape)?;
+        Ok(Meta { shape: broadcast_shape("where", &c.shape, &ab)?, dtype: a.dtype })
     }
 
     fn fusion_class(&self) -> FusionClass {
