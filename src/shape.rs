@@ -92,6 +92,9 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
 /// [`broadcast_shapes`] as a [`Shape`]: what a node's meta holds, made without a heap
 /// allocation (each binary op's shape rule calls it).
 pub(crate) fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> Result<Shape> {
+    if a == b {
+        return Ok(Shape::from_slice(a));
+    }
     check_broadcast(op, a, b)?;
     // Aligned at the last axis; where one side is shorter or 1, the other's size.
     let n = a.len().max(b.len());
