@@ -6,6 +6,7 @@
 
 use arrayvec::ArrayVec;
 use foldhash::{HashMap, HashMapExt};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -16,6 +17,9 @@ use crate::fusion::{self, Plan, Region};
 use crate::lifecycle::WorkGuard;
 use crate::primitive::{Fused, Meta, Primitive, Rules};
 use crate::stream::{Stream, registry, with_stream};
+
+/// A node's input buffers, inline up to three (as its inputs are).
+type Buffers = SmallVec<[Buffer; 3]>;
 
 static PRIMITIVES_RUN: AtomicU64 = AtomicU64::new(0);
 
@@ -333,7 +337,9 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     let stream = &node.stream;
     registry().check(stream)?;
     let backend = backend_for(stream.device)?;
-    let mut buffers = Vec::with_capacity(inputs.len());
+    // Inline, as the metas and kernel inputs below: vectors here were three allocations
+    // per op run (callgrind, the tiny read-back, session 18).
+    let mut buffers = Buffers::with_capacity(inputs.len());
     for a in inputs {
         buffers.push(wait_ready(&a.0).map_err(|e| Error::eval(a.0.op_name, e))?);
     }
@@ -345,7 +351,7 @@ fn execute(node: &Node, op: &Primitive, inputs: &[Array]) -> Result<Buffer> {
     if let Primitive::Fused(f) = op {
         return run_fused(node, op, f, inputs, buffers, backend.as_ref());
     }
-    let metas: Vec<&Meta> = inputs.iter().map(|a| a.meta()).collect();
+    let metas: SmallVec<[&Meta; 3]> = inputs.iter().map(|a| a.meta()).collect();
     if !backend.supports(op, &metas)
         && let Some(parts) = with_stream(stream, || op.rules().decompose(inputs))
     {
@@ -368,7 +374,7 @@ fn run_fused(
     op: &Primitive,
     f: &Fused,
     inputs: &[Array],
-    mut buffers: Vec<Buffer>,
+    mut buffers: Buffers,
     backend: &dyn Backend,
 ) -> Result<Buffer> {
     let stream = &node.stream;
@@ -405,7 +411,11 @@ fn unfused_may_help(e: &Error) -> bool {
 
 /// The kernel inputs of `arrays`, whose `buffers` are copied here first where they live on
 /// another device than `stream`'s.
-fn local_inputs<'a>(buffers: &'a mut [Buffer], arrays: &'a [Array], stream: &Stream) -> Result<Vec<Input<'a>>> {
+fn local_inputs<'a>(
+    buffers: &'a mut [Buffer],
+    arrays: &'a [Array],
+    stream: &Stream,
+) -> Result<SmallVec<[Input<'a>; 3]>> {
     for (b, a) in buffers.iter_mut().zip(arrays) {
         if b.device() != stream.device {
             *b = transfer(b, a, stream)?;

@@ -7,12 +7,14 @@ use super::{copy, elementwise, matmul, random, reduce, wrap};
 use crate::backend::{Buffer, Input, Kernel};
 use crate::error::Result;
 use crate::primitive::{self as p, MatmulPlan, Meta};
+use smallvec::SmallVec;
 
 /// What a CPU kernel gets: typed inputs, their shapes, the raw inputs (for kernels that
 /// pass a buffer through) and the output's meta.
 pub(super) struct Args<'a> {
-    pub(super) ins: Vec<&'a CpuData>,
-    pub(super) shapes: Vec<&'a [usize]>,
+    /// Inline: a kernel call per op, and most take one or two inputs.
+    pub(super) ins: SmallVec<[&'a CpuData; 3]>,
+    pub(super) shapes: SmallVec<[&'a [usize]; 3]>,
     pub(super) raw: &'a [Input<'a>],
     pub(super) out: &'a Meta,
 }
