@@ -144,6 +144,7 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Order {
     LAST_MET.with(|n| n.set(nodes.len()));
     Order { order, nodes }
 }
+
 /// Computes the given arrays and everything they depend on, once each.
 ///
 /// Nodes shared between the arrays, or with another thread's evaluation, run once: a

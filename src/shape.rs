@@ -4,10 +4,10 @@
 //! contiguous inputs plus the shapes and strides its primitive names). Array users need
 //! none of it.
 
+use crate::error::{Error, Result};
+
 /// A shape: inline up to four axes, so the shapes of most nodes allocate nothing.
 pub type Shape = smallvec::SmallVec<[usize; 4]>;
-
-use crate::error::{Error, Result};
 
 /// Number of elements of a shape (1 for a scalar). Saturates at `usize::MAX` instead of
 /// overflowing (exact whenever a dimension is 0): every node's shape passed

@@ -7,7 +7,7 @@ use arrayvec::ArrayVec;
 
 use super::program::{Program, Step};
 use super::{Fuser, debug};
-use crate::array::{Array, Node, State};
+use crate::array::{Array, Inputs, Node, State};
 use crate::backend::backend_for;
 use crate::dtype::DType;
 use crate::eval::{Met, Order};
@@ -86,13 +86,13 @@ pub(crate) fn plan(order: Order, outputs: &[&Array]) -> Vec<Plan> {
         attempt += 1;
         let Some(mut g) = Growth::start(&nodes, &mut slots, &mut lists, attempt, root) else { continue };
         let Some(r) = g.finish(root) else { continue };
-        for &(m, _) in &g.b.members {
+        for &(m, _) in &g.lists.members {
             taken[m as usize] = true;
         }
-        if !g.b.consts.is_empty() && folded.is_empty() {
+        if !g.lists.consts.is_empty() && folded.is_empty() {
             folded = vec![(0, 0); nodes.len()];
         }
-        for &(c, _) in &g.b.consts {
+        for &(c, _) in &g.lists.consts {
             let f = &mut folded[c as usize];
             f.0 += g.slots[c as usize].count;
             f.1 += 1;
@@ -167,12 +167,8 @@ pub fn programs(outputs: &[&Array]) -> Vec<Program> {
         .collect()
 }
 
-/// A node's inputs as the one-node test copies them: a step takes at most three, so
-/// they fit on the stack.
-type Inputs = ArrayVec<Array, 3>;
-
-/// A pending node's primitive and inputs (copied: the node stays pending); `None` for a
-/// node that is not pending or takes more inputs than any step.
+/// A pending node's primitive and inputs (copied, inline: the node stays pending); `None`
+/// for a node that is not pending or takes more inputs than any step.
 fn pending(a: &Array) -> Option<(Primitive, Inputs)> {
     match &*a.0.lock() {
         State::Pending { op, inputs } if inputs.len() <= 3 => Some((op.clone(), inputs.iter().cloned().collect())),
@@ -287,7 +283,7 @@ struct Growth<'a> {
     /// [`Step::Reduce`]'s): every reduction of a region reduces the same axes.
     row: Option<Shape>,
     /// The region's lists (members, leaves, constants, work).
-    b: &'a mut Lists,
+    lists: &'a mut Lists,
     /// Leaves not absorbed: the region's distinct inputs.
     open: usize,
     /// Members written out as extra outputs.
@@ -355,37 +351,28 @@ impl<'a> Growth<'a> {
             return None;
         }
         slots[root as usize] = Slot { region, role: Role::Member { exposed: false }, ..Slot::UNSEEN };
-        let mut g = Growth {
-            nodes,
-            slots,
-            region,
-            stream,
-            shape,
-            fuser,
-            limits,
-            reduction,
-            row,
-            b: lists,
-            open: 0,
-            exposed: 0,
-        };
-        g.b.clear();
-        g.b.members.push((root, op));
+        let mut g =
+            Growth { nodes, slots, region, stream, shape, fuser, limits, reduction, row, lists, open: 0, exposed: 0 };
+        g.lists.clear();
+        g.lists.members.push((root, op));
         g.add_inputs(ins);
-        while let Some(p) = g.b.work.pop() {
+        while let Some(p) = g.lists.work.pop() {
             g.try_absorb(p);
         }
         if g.open + g.exposed > g.limits.max_inputs {
             return None;
         }
-        let absorbed = g.b.members.len() - 1 + g.b.consts.len();
+        let absorbed = g.lists.members.len() - 1 + g.lists.consts.len();
         // A reduction needs a prologue to gain anything; an elementwise root gains from a
         // folded constant too (one dispatch instead of two), or alone from reading an
         // input broadcast where the backend says so.
         let lone = g.limits.lone_broadcasts
             && g.reduction.is_none()
-            && g.b.leaves.iter().any(|&l| g.is(l, Role::Leaf) && read_broadcast(&nodes[l as usize].array, &g.shape));
-        if (absorbed == 0 && !lone) || (g.reduction.is_some() && g.b.members.len() == 1) {
+            && g.lists
+                .leaves
+                .iter()
+                .any(|&l| g.is(l, Role::Leaf) && read_broadcast(&nodes[l as usize].array, &g.shape));
+        if (absorbed == 0 && !lone) || (g.reduction.is_some() && g.lists.members.len() == 1) {
             return None;
         }
         Some(g)
@@ -407,7 +394,7 @@ impl<'a> Growth<'a> {
                     Role::Const => s.count += 1,
                     Role::Leaf => {
                         s.count += 1;
-                        self.b.work.push(i);
+                        self.lists.work.push(i);
                     }
                 }
                 continue;
@@ -418,16 +405,16 @@ impl<'a> Growth<'a> {
                     region: self.region,
                     role: Role::Const,
                     count: 1,
-                    at: self.b.consts.len() as u32,
+                    at: self.lists.consts.len() as u32,
                     ..Slot::UNSEEN
                 };
-                self.b.consts.push((i, c));
+                self.lists.consts.push((i, c));
                 continue;
             }
             *s = Slot { region: self.region, role: Role::Leaf, count: 1, ..Slot::UNSEEN };
-            self.b.leaves.push(i);
+            self.lists.leaves.push(i);
             self.open += 1;
-            self.b.work.push(i);
+            self.lists.work.push(i);
         }
     }
 
@@ -454,7 +441,7 @@ impl<'a> Growth<'a> {
         // it (checked below, with their primitive).
         let at_shape = a.meta().shape == self.shape;
         let broadcast = !at_shape && self.limits.row_regions && broadcasts_to(&a.meta().shape, &self.shape);
-        if self.b.members.len() >= self.limits.max_steps
+        if self.lists.members.len() >= self.limits.max_steps
             || a.stream() != self.stream
             || !(at_shape || broadcast)
             || a.0.retain
@@ -494,10 +481,10 @@ impl<'a> Growth<'a> {
         }
         let s = &mut self.slots[p as usize];
         s.role = Role::Member { exposed: held_outside };
-        s.at = self.b.members.len() as u32;
+        s.at = self.lists.members.len() as u32;
         self.open -= 1;
         self.exposed += usize::from(held_outside);
-        self.b.members.push((p, op));
+        self.lists.members.push((p, op));
         self.add_inputs(ins);
     }
 
@@ -510,11 +497,11 @@ impl<'a> Growth<'a> {
     /// `None` only if a member is not a step after all (absorbing checks that it is).
     fn finish(&mut self, root: u32) -> Option<Region> {
         let nodes = self.nodes;
-        let n = self.b.members.len() + self.b.consts.len() + self.open;
+        let n = self.lists.members.len() + self.lists.consts.len() + self.open;
         let mut steps = Vec::with_capacity(n);
         let mut leaves: Vec<Array> = Vec::with_capacity(self.open);
         let mut metas = Vec::with_capacity(self.open);
-        let mut order = Vec::with_capacity(self.b.members.len());
+        let mut order = Vec::with_capacity(self.lists.members.len());
         let (mut extra_outputs, mut exposed) = (Vec::new(), Vec::new());
         let mut result = Slot::NO_VALUE as usize;
         let reduction = self.reduction.take();
@@ -534,7 +521,7 @@ impl<'a> Growth<'a> {
             let a = &nodes[p as usize].array;
             let value = match s.role {
                 Role::Const => {
-                    let step = Step::of(&self.b.consts[s.at as usize].1, &[]).expect("folded constants are Full");
+                    let step = Step::of(&self.lists.consts[s.at as usize].1, &[]).expect("folded constants are Full");
                     computed(&mut steps, known.as_mut(), step, a.dtype())
                 }
                 Role::Leaf => {
@@ -563,7 +550,7 @@ impl<'a> Growth<'a> {
                     let v = computed(
                         &mut steps,
                         known.as_mut(),
-                        Step::of(&self.b.members[s.at as usize].1, &args)?,
+                        Step::of(&self.lists.members[s.at as usize].1, &args)?,
                         a.dtype(),
                     );
                     if p != root {
@@ -599,7 +586,7 @@ impl<'a> Growth<'a> {
             extra_outputs,
         };
         let consts = self
-            .b
+            .lists
             .consts
             .iter()
             .map(|&(c, _)| (nodes[c as usize].array.clone(), self.slots[c as usize].count as usize))

@@ -127,8 +127,8 @@ impl Step {
         self.args().to_vec()
     }
 
-    /// [`Step::operands`] on the stack: the planner and the CPU's interpreter ask this of
-    /// every step of every region.
+    /// [`Step::operands`] on the stack: the CPU's interpreter and the GPU's pass planner
+    /// ask this of every step of every region.
     pub(crate) fn args(self) -> ArrayVec<usize, 3> {
         match self {
             Step::Input(_) | Step::Const(_) => ArrayVec::new(),
