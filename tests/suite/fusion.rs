@@ -719,6 +719,53 @@ fn row_kernel_forms_agree() {
     }
 }
 
+/// Values the same along a row (a per-row input, a one-element input, constants, and
+/// steps of those and of reductions: a comparison, a select, a cast) are computed once a
+/// row in the GPU's row kernel, in both its forms, and agree bit for bit with the unfused
+/// run, which computes each with its own kernel.
+#[cfg(feature = "gpu")]
+#[test]
+fn row_uniform_values_agree_with_unfused() {
+    if !crate::common::gpu_available() {
+        return;
+    }
+    for cols in [1024usize, 1030] {
+        // 64 rows: the fewest the GPU fuses a reduction over (one workgroup a row).
+        let rows = 64;
+        let x = row_data(rows * cols);
+        let s: Vec<f32> = (0..rows).map(|r| r as f32 / 8.0 - 2.0).collect();
+        on(lazuli::Device::gpu(0), || {
+            let f = || -> lazuli::Result<Array> {
+                let x = Array::from_slice(&x, &[rows, cols])?;
+                let s = Array::from_slice(&s, &[rows, 1])?;
+                let c = Array::from_slice(&[0.75f32], &[1])?;
+                let m = x.max(&[1], true)?;
+                let big = m.gt(&s)?;
+                let t = lazuli::where_(&big, &(&m * &c)?, &(&s - 1.5)?)?;
+                let w = (&(&t + &big.astype(DType::F32)?)?.sqrt()? + 2.0)?;
+                &(&x - &t)? / &w
+            };
+            let y = f()?;
+            let progs = fusion::programs(&[&y]);
+            if fusion::enabled() {
+                assert_eq!(progs.len(), 1, "{cols} columns: {progs:?}");
+                assert!(progs[0].reduces(), "{}", progs[0]);
+                crate::shaders_naga::validate_all_targets(
+                    "row-uniform steps",
+                    &lazuli::backend::gpu::fused_source(&progs[0])?,
+                );
+            }
+            let got = y.to_vec::<f32>()?;
+            let want = fusion::with_enabled(false, || f()?.to_vec::<f32>())?;
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.to_bits(), w.to_bits(), "{cols} columns, element {i}: {g} vs {w}");
+            }
+            lazuli::Result::Ok(())
+        })
+        .unwrap();
+    }
+}
+
 /// A row kernel whose inputs are each the same along the row or the same for every row
 /// (`a[r] * w[c]`) keeps nothing in registers, so its text does not grow with the row.
 #[cfg(feature = "gpu")]

@@ -282,7 +282,7 @@ fn elementwise_kernel(s: &mut String, p: &Program, wide: Option<u32>) -> Result<
         args.iter().map(|&k| Ok(format!("x{k}: {}", wgsl_type(p.inputs[k].dtype)?))).collect::<Result<_>>()?;
     let _ = writeln!(s, "}}\n\nfn elem({}) -> Elem {{", params.join(", "));
     let read = |k: usize| if args.contains(&k) { format!("x{k}") } else { format!("IN{k}[0]") };
-    steps(s, p, "    ", &vec![true; p.steps.len()], false, read)?;
+    steps(s, p, "    ", &vec![true; p.steps.len()], &vec![false; p.steps.len()], false, read)?;
     let vals: Vec<String> = outs.iter().map(|v| format!("v{v}")).collect();
     let _ = writeln!(s, "    return Elem({});\n}}", vals.join(", "));
     s.push_str(
@@ -469,6 +469,23 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
         }
     };
+    // Values the same at every element of the row (from constants, inputs read once a
+    // row and reductions) are computed once a thread, as scalars, after the pass that
+    // completes them: a layer norm's `sqrt(var / n + eps)` is one value a row, not one
+    // per element and lane.
+    let hoisted = row_uniform(p, |k| scalar(k) || reduce_read(&rshape, &rst, k) == Read::Scalar);
+    let scalar_read = |k: usize| match scalar(k) {
+        true => format!("IN{k}[0]"),
+        false => format!("IN{k}[u32(ko{k})]"),
+    };
+    let emit_hoisted = |s: &mut String, level: usize| {
+        let at: Vec<bool> = (0..p.steps.len())
+            .map(|v| hoisted[v] && levels[v] == level && !matches!(p.steps[v].0, Step::Reduce(..)))
+            .collect();
+        steps(s, p, "    ", &at, &vec![false; p.steps.len()], false, scalar_read)
+    };
+    // Lane `c` of value `a` in the four-lane form (a one-a-row value is a scalar).
+    let lane = |a: usize, c: &str| if hoisted[a] { format!("v{a}") } else { format!("v{a}{c}") };
     // `body` at every element(s) `r` of the thread's share of the row: a loop, or the
     // resident steps unrolled.
     let walk = |s: &mut String, body: Body<'_>| -> Result<()> {
@@ -497,6 +514,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     let depth = depth.max().unwrap_or(0);
     let root_level = depth.max(levels.get(p.result).copied().unwrap_or(0)) + 1;
     let last = if p.reduction.is_some() { root_level } else { depth };
+    emit_hoisted(s, 0)?;
     for level in 1..=last {
         // (value folded, its operand, the reduction)
         let mut folds: Vec<(usize, usize, String)> = Vec::new();
@@ -524,12 +542,13 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             let _ = writeln!(s, "        var acc{j} = acc_identity({op});");
         }
         walk(s, &|s, indent, at| {
-            steps(s, p, indent, &needed(p, &operands), lanes, |k| read(k, at))?;
-            for (j, (_, a, op)) in folds.iter().enumerate() {
+            steps(s, p, indent, &needed(p, &operands), &hoisted, lanes, |k| read(k, at))?;
+            for (j, &(_, a, ref op)) in folds.iter().enumerate() {
                 if lanes {
+                    let (x, y, z, w) = (lane(a, ".x"), lane(a, ".y"), lane(a, ".z"), lane(a, ".w"));
                     let _ = writeln!(
                         s,
-                        "{indent}acc{j} = acc_op({op}, acc{j}, acc_op({op}, acc_op({op}, v{a}.x, v{a}.y), acc_op({op}, v{a}.z, v{a}.w)));"
+                        "{indent}acc{j} = acc_op({op}, acc{j}, acc_op({op}, acc_op({op}, {x}, {y}), acc_op({op}, {z}, {w})));"
                     );
                 } else {
                     let _ = writeln!(s, "{indent}acc{j} = acc_op({op}, acc{j}, v{a});");
@@ -551,6 +570,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             }
         }
         let _ = writeln!(s, "    }}");
+        emit_hoisted(s, level)?;
     }
     if p.reduction.is_none() {
         // The last pass writes the result (and extra outputs) at every element of the row.
@@ -565,13 +585,18 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
             writeln!(s, "    let koo = select(0i, strided_offset(o, P.krank, P.kshape, P.okstrides), live);\n    {{");
         let mut outs: Vec<usize> = p.extra_outputs.clone();
         outs.push(p.result);
+        // An output the same along the row is splatted in the four-lane form.
+        let value = |v: usize| match lanes && hoisted[v] {
+            true => wgsl_type(p.steps[v].1).map(|ty| format!("vec4<{ty}>(v{v})")),
+            false => Ok(format!("v{v}")),
+        };
         walk(s, &|s, indent, j| {
-            steps(s, p, indent, &needed(p, &outs), lanes, |k| read(k, j))?;
+            steps(s, p, indent, &needed(p, &outs), &hoisted, lanes, |k| read(k, j))?;
             let _ = writeln!(s, "{indent}let dst = {at};");
-            for (e, v) in p.extra_outputs.iter().enumerate() {
-                let _ = writeln!(s, "{indent}OUT{}[dst] = v{v};", e + 1);
+            for (e, &v) in p.extra_outputs.iter().enumerate() {
+                let _ = writeln!(s, "{indent}OUT{}[dst] = {};", e + 1, value(v)?);
             }
-            let _ = writeln!(s, "{indent}OUT[dst] = v{};", p.result);
+            let _ = writeln!(s, "{indent}OUT[dst] = {};", value(p.result)?);
             Ok(())
         })?;
         let _ = writeln!(s, "    }}");
@@ -580,26 +605,30 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     Ok(())
 }
 
-/// One `let` per step that `emit` marks, reading input `k` as `read(k)` gives it. With
-/// `lanes`, every value is a `vec4` of four consecutive elements (`read` gives vectors;
-/// a reduced value, one per row, is splatted) and each step applies its function lane by
-/// lane. Reductions are never emitted: a row kernel's passes compute them.
+/// One `let` per step that `emit` marks and `once` does not, reading input `k` as
+/// `read(k)` gives it. With `lanes`, every value is a `vec4` of four consecutive elements
+/// (`read` gives vectors) and each step applies its function lane by lane; a reduced
+/// value or one `once` marks (computed once a row, see [`row_uniform`]) is a scalar, and
+/// is splatted. Reductions are never emitted: a row kernel's passes compute them.
 fn steps(
     s: &mut String,
     p: &Program,
     indent: &str,
     emit: &[bool],
+    once: &[bool],
     lanes: bool,
     read: impl Fn(usize) -> String,
 ) -> Result<()> {
     let consts = const_table(p)?;
-    // Operand `a` as a vector (for `select`) and lane `c` of it: a reduced value is one
-    // scalar for the whole row.
-    let reduced = |a: usize| matches!(p.steps[a].0, Step::Reduce(..));
-    let x = |a: usize| if lanes && reduced(a) { format!("vec4<f32>(v{a})") } else { format!("v{a}") };
-    let xl = |a: usize, c: &str| if reduced(a) { format!("v{a}") } else { format!("v{a}{c}") };
+    // Operand `a` as a vector (for `select`) and lane `c` of it.
+    let one = |a: usize| once[a] || matches!(p.steps[a].0, Step::Reduce(..));
+    let x = |a: usize| match lanes && one(a) {
+        true => wgsl_type(p.steps[a].1).map(|ty| format!("vec4<{ty}>(v{a})")),
+        false => Ok(format!("v{a}")),
+    };
+    let xl = |a: usize, c: &str| if one(a) { format!("v{a}") } else { format!("v{a}{c}") };
     for (v, &(step, dtype)) in p.steps.iter().enumerate() {
-        if !emit[v] {
+        if !emit[v] || once[v] {
             continue;
         }
         let ty = wgsl_type(dtype)?;
@@ -632,7 +661,7 @@ fn steps(
                 each(&|c| format!("compare_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c)))
             }
             Step::Binary(op, a, b) => each(&|c| format!("binary_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c))),
-            Step::Select(c, a, b) if lanes => format!("select({}, {}, {} != vec4<u32>(0u))", x(b), x(a), x(c)),
+            Step::Select(c, a, b) if lanes => format!("select({}, {}, {} != vec4<u32>(0u))", x(b)?, x(a)?, x(c)?),
             Step::Select(c, a, b) => format!("select(v{b}, v{a}, v{c} != 0u)"),
             Step::Cast(a) => match (p.steps[a].1, dtype) {
                 (DType::Bool, DType::F32) => each(&|c| format!("t_from_bool({} != 0u)", xl(a, c))),
@@ -717,6 +746,23 @@ fn params(p: &Program, vectors: u32) -> Result<FusedParams> {
 /// Kept and reduced axes apart, each merged where every input allows, and each input's
 /// broadcast strides over both (the output's contiguous strides last).
 type Axes = (Vec<usize>, Vec<Vec<isize>>);
+
+/// The values of a program that reduces which are the same at every element of a row:
+/// constants, inputs `once_a_row` marks, reductions, and steps of those only.
+fn row_uniform(p: &Program, once_a_row: impl Fn(usize) -> bool) -> Vec<bool> {
+    let mut uniform: Vec<bool> = Vec::with_capacity(p.steps.len());
+    for &(step, _) in &p.steps {
+        let u = match step {
+            Step::Input(k) => once_a_row(k),
+            Step::Const(_) | Step::Reduce(..) => true,
+            Step::Unary(..) | Step::Binary(..) | Step::Select(..) | Step::Cast(_) => {
+                step.args().iter().all(|&a| uniform.get(a).copied().unwrap_or(false))
+            }
+        };
+        uniform.push(u);
+    }
+    uniform
+}
 
 /// The kept and the reduced axes of a program that reduces, each merged where every
 /// input and the output allow, with each input's broadcast strides over them and the
