@@ -32,7 +32,7 @@ pub(crate) struct Node {
     pub(crate) retain: bool,
     pub(crate) stream: Stream,
     pub(crate) state: Mutex<State>,
-    /// Signalled when `state` leaves `Running`.
+    /// Signalled when `state` leaves `Running` with a reader waiting.
     pub(crate) done: Condvar,
     /// A copy of the ready data on another device (the device of the first op elsewhere
     /// that read it), made by `eval::transfer`, so host data used by many GPU ops is
@@ -42,10 +42,13 @@ pub(crate) struct Node {
 
 /// Where a node is in its life. `Pending` holds the op and inputs; evaluation takes them
 /// out (detaching the node from its inputs, so their memory can go) and leaves `Ready`,
-/// which keeps them only for a node built inside a [`retaining`] scope.
+/// which keeps them only for a node built inside a [`retaining`] scope. `Running` is
+/// `waited` once a reader waits on [`Node::done`]: the runner signals only then, as
+/// `notify_all` is a futex system call whether or not anyone waits (one per eval of an
+/// op and its read-back: strace, session 19).
 pub(crate) enum State {
     Pending { op: Primitive, inputs: Inputs },
-    Running,
+    Running { waited: bool },
     Ready { buffer: Buffer, kept: Option<Box<Kept>> },
     Failed(Error),
 }
@@ -65,7 +68,7 @@ impl State {
         match self {
             State::Pending { inputs, .. } => Some(inputs),
             State::Ready { kept: Some(k), .. } => Some(&mut k.inputs),
-            State::Ready { kept: None, .. } | State::Running | State::Failed(_) => None,
+            State::Ready { kept: None, .. } | State::Running { .. } | State::Failed(_) => None,
         }
     }
 }
@@ -178,7 +181,7 @@ impl Array {
         match &*self.0.lock() {
             State::Pending { op, inputs } => Some((op.clone(), inputs.to_vec())),
             State::Ready { kept: Some(k), .. } => Some((k.op.clone(), k.inputs.to_vec())),
-            State::Ready { kept: None, .. } | State::Running | State::Failed(_) => None,
+            State::Ready { kept: None, .. } | State::Running { .. } | State::Failed(_) => None,
         }
     }
 

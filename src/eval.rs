@@ -135,7 +135,7 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Order {
                 met.pending = true;
                 met.inputs = (inputs.len() <= 3).then_some(ins);
             }
-            State::Running | State::Ready { .. } | State::Failed(_) => continue,
+            State::Running { .. } | State::Ready { .. } | State::Failed(_) => continue,
         }
         stack.push((id, true));
         // The first input on top: inputs run in the order they are named.
@@ -220,10 +220,13 @@ pub fn async_eval(outputs: &[&Array]) -> Result<()> {
 pub(crate) fn wait_ready(node: &Node) -> Result<Buffer> {
     let mut st = node.lock();
     loop {
-        match &*st {
+        match &mut *st {
             State::Ready { buffer, .. } => return Ok(buffer.clone()),
             State::Failed(e) => return Err(e.clone()),
-            State::Running => st = node.done.wait(st).unwrap_or_else(|e| e.into_inner()),
+            State::Running { waited } => {
+                *waited = true;
+                st = node.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
             State::Pending { .. } => {
                 return Err(Error::Internal(format!("{} read before it was evaluated", node.op_name)));
             }
@@ -304,10 +307,10 @@ fn run_region(r: Region) -> Result<()> {
 fn run_with(node: &Node, exec: impl FnOnce(&Primitive, &[Array]) -> Result<Buffer>) -> Result<()> {
     let (op, inputs) = {
         let mut st = node.lock();
-        match std::mem::replace(&mut *st, State::Running) {
+        match std::mem::replace(&mut *st, State::Running { waited: false }) {
             State::Pending { op, inputs } => (op, inputs),
             // Run already (or running elsewhere): put the state back.
-            done @ (State::Running | State::Ready { .. } | State::Failed(_)) => {
+            done @ (State::Running { .. } | State::Ready { .. } | State::Failed(_)) => {
                 *st = done;
                 return Ok(());
             }
@@ -321,11 +324,14 @@ fn run_with(node: &Node, exec: impl FnOnce(&Primitive, &[Array]) -> Result<Buffe
     // function, freeing inputs no one else holds.
     let kept = node.retain.then(|| Box::new(Kept { op, inputs }));
     let mut st = node.lock();
+    let waited = matches!(*st, State::Running { waited: true });
     *st = match &result {
         Ok(b) => State::Ready { buffer: b.clone(), kept },
         Err(e) => State::Failed(e.clone()),
     };
-    node.done.notify_all();
+    if waited {
+        node.done.notify_all();
+    }
     drop(st);
     result.map(|_| ())
 }

@@ -173,7 +173,7 @@ fn pending(a: &Array) -> Option<(Primitive, Inputs)> {
     match &*a.0.lock() {
         State::Pending { op, inputs } if inputs.len() <= 3 => Some((op.clone(), inputs.iter().cloned().collect())),
         State::Pending { .. } => None,
-        State::Running | State::Ready { .. } | State::Failed(_) => None,
+        State::Running { .. } | State::Ready { .. } | State::Failed(_) => None,
     }
 }
 
@@ -181,7 +181,7 @@ fn pending(a: &Array) -> Option<(Primitive, Inputs)> {
 fn pending_op(a: &Array) -> Option<Primitive> {
     match &*a.0.lock() {
         State::Pending { op, .. } => Some(op.clone()),
-        State::Running | State::Ready { .. } | State::Failed(_) => None,
+        State::Running { .. } | State::Ready { .. } | State::Failed(_) => None,
     }
 }
 
@@ -204,7 +204,7 @@ fn constant(a: &Array, stream: &Stream) -> Option<Primitive> {
     // `pending` would clone the node's input list each time.
     match &*a.0.lock() {
         State::Pending { op, .. } => matches!(op, Primitive::Full(_)).then(|| op.clone()),
-        State::Running | State::Ready { .. } | State::Failed(_) => None,
+        State::Running { .. } | State::Ready { .. } | State::Failed(_) => None,
     }
 }
 

@@ -117,7 +117,7 @@ mod tests {
                     return (op.clone(), inputs.iter().map(|i| i.ptr()).collect());
                 }
                 State::Pending { inputs, .. } => inputs[0].clone(),
-                State::Running | State::Ready { .. } | State::Failed(_) => panic!("no pending matmul"),
+                State::Running { .. } | State::Ready { .. } | State::Failed(_) => panic!("no pending matmul"),
             };
             cur = next;
         }

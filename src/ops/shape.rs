@@ -539,7 +539,7 @@ mod tests {
         let c = a.transpose(&[]).unwrap().slice(&[(1..).into()]).unwrap().flip(&[0]).unwrap();
         match &*c.0.lock() {
             State::Pending { op: Primitive::AsStrided(_), inputs } => assert_eq!(inputs[0].ptr(), a.ptr()),
-            State::Pending { .. } | State::Running | State::Ready { .. } | State::Failed(_) => {
+            State::Pending { .. } | State::Running { .. } | State::Ready { .. } | State::Failed(_) => {
                 panic!("expected one as_strided node on the source")
             }
         }

@@ -91,6 +91,29 @@ fn async_eval_then_read() {
     lazuli::synchronize(&b.stream()).unwrap();
 }
 
+/// Readers that find a node running wait and are woken when it finishes (its runner
+/// signals only when a reader waits): threads read an array another thread is still
+/// computing, and every read returns.
+#[test]
+fn readers_of_a_running_node_are_woken() {
+    let _lock = serial();
+    for _ in 0..20 {
+        let a = Array::from_slice(&vec![0.5f32; 256 * 256], &[256, 256]).unwrap();
+        let b = a.matmul(&a).unwrap().sum(&[0, 1], false).unwrap();
+        lazuli::async_eval(&[&b]).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..4 {
+            let (b, tx) = (b.clone(), tx.clone());
+            std::thread::spawn(move || tx.send(b.item::<f32>()));
+        }
+        for _ in 0..4 {
+            let got = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("a reader was never woken");
+            // 256 * 256 elements of 256 * 0.25 each: exact in f32.
+            assert_eq!(got.unwrap(), 4194304.0);
+        }
+    }
+}
+
 #[test]
 fn threads_evaluate_graphs_that_share_inputs() {
     let _lock = serial();
