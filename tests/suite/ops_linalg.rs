@@ -128,3 +128,26 @@ fn outer_products() {
     let s = Array::scalar(3i32).unwrap();
     assert_eq!(s.outer(&a).unwrap().shape(), [1, 3]);
 }
+
+/// A CPU matmul writes its output over a buffer the pool kept (1 MiB and up), holding the
+/// last result's values: every element is overwritten, in single and batched products.
+#[test]
+fn cpu_matmul_over_pooled_buffers() {
+    let n = 512;
+    let b: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b = Array::from_slice(&b, &[n, n]).unwrap();
+    let eye = lazuli::eye(n, None, 0, DType::F32).unwrap();
+    for shape in [vec![n as isize, n as isize], vec![2, n as isize / 2, n as isize]] {
+        // A result of the same size, dropped: its buffer goes to the pool.
+        let ones = lazuli::ones(&[n, n], DType::F32).unwrap();
+        drop(ones.matmul(&ones).unwrap().to_vec::<f32>().unwrap());
+        let big = ones.matmul(&ones).unwrap();
+        big.eval().unwrap();
+        drop(big);
+        // (Other tests may take it first: the product is checked either way.)
+        let pooled = lazuli::memory::cache(lazuli::Device::cpu()) >= (n * n * 4) as u64;
+        let rows = eye.reshape(&shape).unwrap();
+        let got = rows.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got, b.to_vec::<f32>().unwrap(), "{shape:?}, over a pooled buffer: {pooled}");
+    }
+}

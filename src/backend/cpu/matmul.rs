@@ -55,11 +55,14 @@ fn gemm_into<T: 'static + Copy + num_traits::Zero + num_traits::One>(
 
 fn matmul_float<T>(a: &[T], b: &[T], p: &MatmulPlan) -> Vec<T>
 where
-    T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One,
+    T: CpuElem + Send + Sync + num_traits::Zero + num_traits::One,
 {
     let (m, k, n) = (p.m, p.k, p.n);
     let offs: Vec<(usize, usize)> = p.offsets().collect();
-    let mut c = vec![T::zero(); p.batches() * m * n];
+    // gemm writes every element without reading it (`read_dst` false): an idle buffer of
+    // the pool serves as is, with its pages already mapped, and a new one is not zeroed
+    // twice.
+    let mut c = super::pool::output::<T>(p.batches() * m * n);
     if m * n == 0 {
         return c;
     }
