@@ -150,4 +150,10 @@ fn cpu_matmul_over_pooled_buffers() {
         let got = rows.matmul(&b).unwrap().to_vec::<f32>().unwrap();
         assert_eq!(got, b.to_vec::<f32>().unwrap(), "{shape:?}, over a pooled buffer: {pooled}");
     }
+    // An empty inner dimension gives zeros, not the pooled buffer's old values.
+    let ones = lazuli::ones(&[n, n], DType::F32).unwrap();
+    drop(ones.matmul(&ones).unwrap().to_vec::<f32>().unwrap());
+    let empty = lazuli::zeros(&[n, 0], DType::F32).unwrap();
+    let got = empty.matmul(&lazuli::zeros(&[0, n], DType::F32).unwrap()).unwrap().to_vec::<f32>().unwrap();
+    assert!(got.iter().all(|&v| v == 0.0), "k = 0");
 }
