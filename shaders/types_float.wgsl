@@ -470,8 +470,9 @@ fn pow_f32(x: f32, y: f32) -> f32 {
     } else {
         // Near 1 the driver's log2 is only absolutely accurate (WGSL: 2^-21 in [0.5, 2]),
         // and a large exponent multiplies that error: pow(0.99999899, 8388609) came out
-        // 10% low on lavapipe. There ax - 1 is exact (Sterbenz) and log1p is relatively
-        // accurate. (0.5 and 2 stay with log2, which is exact at powers of two.)
+        // 10% low on lavapipe. There ax - 1 is exact (Sterbenz), and log1p's series keeps
+        // the logarithm relatively accurate for ax < 1.5 (above, its Kahan form is as
+        // accurate as log2). 0.5 and 2 stay with log2, exact at powers of two.
         var l = log2_f32(ax);
         if ax > 0.5 && ax < 2.0 {
             l = log1p_f32(ax - 1.0) * 1.442695;

@@ -732,8 +732,11 @@ fn row_uniform_values_agree_with_unfused() {
     for cols in [1024usize, 1030] {
         // 64 rows: the fewest the GPU fuses a reduction over (one workgroup a row).
         let rows = 64;
-        let x = row_data(rows * cols);
-        let s: Vec<f32> = (0..rows).map(|r| r as f32 / 8.0 - 2.0).collect();
+        // Each row scaled differently, so each has its own maximum.
+        let x: Vec<f32> =
+            row_data(rows * cols).iter().enumerate().map(|(i, v)| v * (0.25 + (i / cols) as f32 / 16.0)).collect();
+        // Above every row's maximum in one row of three: the select takes both branches.
+        let s: Vec<f32> = (0..rows).map(|r| if r % 3 == 0 { 30.0 } else { r as f32 / 8.0 - 2.0 }).collect();
         on(lazuli::Device::gpu(0), || {
             let f = || -> lazuli::Result<Array> {
                 let x = Array::from_slice(&x, &[rows, cols])?;

@@ -109,7 +109,9 @@ fn pow_follows_the_c99_special_cases() {
 
 /// A base near 1 to a large power: the logarithm must be relatively accurate there, as
 /// the exponent multiplies its error (a proptest found pow(0.99999899, 8388609) 10% low).
-/// Within 64 ulps of the f64 reference of the same f32 inputs.
+/// Within 256 ulps of the f64 reference of the same f32 inputs (rounding `y * log2(x)` to
+/// f32 alone costs up to about 50 here, and WGSL's `exp2` may add a few hundred; the old
+/// error was about 10%).
 #[test]
 fn pow_near_one_with_large_exponents() {
     if !gpu_available() {
@@ -136,7 +138,7 @@ fn pow_near_one_with_large_exponents() {
         for ((&x, &y), g) in xs.iter().zip(&ys).zip(got) {
             let want = (x as f64).powf(y as f64) as f32;
             let ulp = (want.abs().max(f32::MIN_POSITIVE) * f32::EPSILON) as f64;
-            assert!(((g - want) as f64).abs() <= 64.0 * ulp, "{form}: pow({x}, {y}) = {g:e}, want {want:e}");
+            assert!(((g - want) as f64).abs() <= 256.0 * ulp, "{form}: pow({x}, {y}) = {g:e}, want {want:e}");
         }
     }
 }
