@@ -458,13 +458,16 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     }
     // One value for the whole row: a vector of four copies in the four-lane form.
     let splat = |k: usize, e: String| if lanes { format!("vec4<{}>({e})", types[k]) } else { e };
+    // An input read once a row (one element, or stride 0 along the row), as a scalar.
+    let once_a_row = |k: usize| scalar(k) || reduce_read(&rshape, &rst, k) == Read::Scalar;
+    let scalar_read = |k: usize| if scalar(k) { format!("IN{k}[0]") } else { format!("IN{k}[u32(ko{k})]") };
     // Input `k` at the element(s) `r` of the row; `j`: the resident step, if resident.
+    // (Passes never read an input read once a row: `row_uniform` computes it outside.)
     let read = |k: usize, j: Option<usize>| match (scalar(k), reduce_read(&rshape, &rst, k), j) {
         (false, Read::Flat, Some(j)) if kept(k) => format!("in{k}_{j}"),
-        (true, _, _) => splat(k, format!("IN{k}[0]")),
+        (true, _, _) | (false, Read::Scalar, _) => splat(k, scalar_read(k)),
         (false, Read::Flat, _) if lanes => format!("IN{k}[(u32(ko{k}) + r) / 4u]"),
         (false, Read::Flat, _) => format!("IN{k}[u32(ko{k}) + r]"),
-        (false, Read::Scalar, _) => splat(k, format!("IN{k}[u32(ko{k})]")),
         (false, Read::Strided, _) => {
             format!("IN{k}[u32(ko{k} + strided_offset(r, P.rrank, P.rshape, P.rstrides[{k}]))]")
         }
@@ -473,11 +476,7 @@ fn row_kernel(s: &mut String, p: &Program, lanes: bool) -> Result<()> {
     // row and reductions) are computed once a thread, as scalars, after the pass that
     // completes them: a layer norm's `sqrt(var / n + eps)` is one value a row, not one
     // per element and lane.
-    let hoisted = row_uniform(p, |k| scalar(k) || reduce_read(&rshape, &rst, k) == Read::Scalar);
-    let scalar_read = |k: usize| match scalar(k) {
-        true => format!("IN{k}[0]"),
-        false => format!("IN{k}[u32(ko{k})]"),
-    };
+    let hoisted = row_uniform(p, once_a_row);
     let emit_hoisted = |s: &mut String, level: usize| {
         let at: Vec<bool> = (0..p.steps.len())
             .map(|v| hoisted[v] && levels[v] == level && !matches!(p.steps[v].0, Step::Reduce(..)))
