@@ -14,33 +14,36 @@ fn strides(r: usize, c: usize, trans: bool) -> (isize, isize) {
     if trans { (r as isize, 1) } else { (1, c as isize) }
 }
 
-/// C = A @ B for row-major C (m x n); A (m x k) and B (k x n) row-major, or stored
-/// transposed when `ta` / `tb` (gemm takes any strides, so nothing is copied).
-fn gemm_into<T: 'static + Copy + num_traits::Zero + num_traits::One>(
-    c: &mut [T],
-    a: &[T],
-    b: &[T],
+/// An `m x n` block of a row-major C whose rows are `ldc` apart, from A's and B's
+/// (column, row) strides: C is written, never read.
+///
+/// # Safety
+/// Every element the strides and sizes name must lie within the allocations behind the
+/// pointers, and no other thread may touch the block of C while this runs.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_block<T: 'static + Copy + num_traits::Zero + num_traits::One>(
+    c: *mut T,
+    ldc: usize,
+    a: *const T,
+    (a_cs, a_rs): (isize, isize),
+    b: *const T,
+    (b_cs, b_rs): (isize, isize),
     (m, k, n): (usize, usize, usize),
-    (ta, tb): (bool, bool),
-    threads: usize,
 ) {
-    let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-    let ((a_cs, a_rs), (b_cs, b_rs)) = (strides(m, k, ta), strides(k, n, tb));
-    // SAFETY: the slices hold exactly m*k, k*n and m*n elements (checked by the caller),
-    // and the strides describe row-major (or transposed row-major) layouts within them.
+    // SAFETY: as the caller promises.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
+            c,
             1,
-            n as isize,
+            ldc as isize,
             false,
-            a.as_ptr(),
+            a,
             a_cs,
             a_rs,
-            b.as_ptr(),
+            b,
             b_cs,
             b_rs,
             T::zero(),
@@ -48,9 +51,79 @@ fn gemm_into<T: 'static + Copy + num_traits::Zero + num_traits::One>(
             false,
             false,
             false,
-            par,
+            gemm::Parallelism::None,
         )
     }
+}
+
+/// The grid (rows, columns) of `tiles` blocks with the least packing: each block packs
+/// its rows of A and its columns of B, so the sum of a block's sides is kept small.
+fn grid(tiles: usize, m: usize, n: usize) -> (usize, usize) {
+    (1..=tiles)
+        .filter(|r| tiles.is_multiple_of(*r))
+        .map(|r| (r, tiles / r))
+        .min_by_key(|&(r, c)| m.div_ceil(r) + n.div_ceil(c))
+        .unwrap_or((1, 1))
+}
+
+/// A raw pointer the tiles of one product share; each writes only its own block.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: the blocks of `gemm_into` are disjoint, and the product waits for all of them.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+impl<T> Shared<T> {
+    fn at(self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
+/// C = A @ B for row-major C (m x n); A (m x k) and B (k x n) row-major, or stored
+/// transposed when `ta` / `tb` (gemm takes any strides, so nothing is copied).
+///
+/// Threaded as a grid of `tiles` blocks of C, each one single-threaded gemm call on its own
+/// rayon task. gemm's own threading (`Parallelism::Rayon`) scaled worse on a 16-core host:
+/// 743-787 against 921-1067 GFLOP/s at 1024³, 859-1011 against 887-1067 at 2048³
+/// (BENCHMARKS.md, session 20); on the 2-core machine the two are within noise.
+fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    (m, k, n): (usize, usize, usize),
+    (ta, tb): (bool, bool),
+    tiles: usize,
+) {
+    let (gr, gc) = grid(tiles, m, n);
+    let ((a_cs, a_rs), (b_cs, b_rs)) = (strides(m, k, ta), strides(k, n, tb));
+    if gr * gc == 1 {
+        // SAFETY: C, A and B hold m*n, m*k and k*n elements (checked by the caller), and
+        // the strides describe row-major (or transposed row-major) layouts within them.
+        unsafe { gemm_block(c.as_mut_ptr(), n, a.as_ptr(), (a_cs, a_rs), b.as_ptr(), (b_cs, b_rs), (m, k, n)) };
+        return;
+    }
+    let dst = Shared(c.as_mut_ptr());
+    (0..gr * gc).into_par_iter().for_each(|t| {
+        let (bi, bj) = (t / gc, t % gc);
+        let (i0, i1) = (m * bi / gr, m * (bi + 1) / gr);
+        let (j0, j1) = (n * bj / gc, n * (bj + 1) / gc);
+        if i0 == i1 || j0 == j1 {
+            return;
+        }
+        // SAFETY: block (i0..i1, j0..j1) of the m x n row-major C, rows i0..i1 of A and
+        // columns j0..j1 of B lie within the slices (m*n, m*k, k*n elements, checked by
+        // the caller); the blocks are disjoint, so no two tasks write one element.
+        unsafe {
+            gemm_block(
+                dst.at(i0 * n + j0),
+                n,
+                a.as_ptr().wrapping_offset(i0 as isize * a_rs),
+                (a_cs, a_rs),
+                b.as_ptr().wrapping_offset(j0 as isize * b_cs),
+                (b_cs, b_rs),
+                (i1 - i0, k, j1 - j0),
+            )
+        }
+    });
 }
 
 fn matmul_float<T>(a: &[T], b: &[T], p: &MatmulPlan) -> Vec<T>
@@ -69,7 +142,8 @@ where
     let (threads, trans) = (rayon::current_num_threads(), (p.trans_a, p.trans_b));
     let per_batch_flops = m * n * k;
     let run = |&(oa, ob): &(usize, usize), cm: &mut [T], t: usize| {
-        gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), trans, t);
+        let (a, b) = (&a[oa..oa + m * k], &b[ob..ob + k * n]);
+        gemm_into(cm, a, b, (m, k, n), trans, t);
     };
     if offs.len() > 1 && per_batch_flops < (1 << 18) {
         // Many small matrices: one thread per batch.
@@ -128,4 +202,47 @@ pub(super) fn matmul(a: &CpuData, b: &CpuData, plan: &MatmulPlan) -> Result<CpuD
             CpuData::I64(matmul_i64(x, y, plan)).astype(a.dtype())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_keep_blocks_square() {
+        assert_eq!(grid(16, 2048, 2048), (4, 4));
+        assert_eq!(grid(2, 1024, 1024), (1, 2));
+        assert_eq!(grid(8, 4096, 256), (8, 1));
+        assert_eq!(grid(1, 7, 9), (1, 1));
+    }
+
+    /// Every block of a tiled product (and the untiled one), with odd sizes and either operand transposed, holds
+    /// the f64 reference product.
+    #[test]
+    fn tiled_products_match_the_reference() {
+        for &(m, k, n, ta, tb, tiles) in &[
+            (37, 53, 29, false, false, 4),
+            (64, 31, 65, true, false, 6),
+            (5, 17, 130, false, true, 16),
+            (9, 8, 7, true, true, 3),
+            (33, 20, 17, true, false, 1),
+        ] {
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
+            let at = |i: usize, q: usize| if ta { a[q * m + i] } else { a[i * k + q] } as f64;
+            let bt = |q: usize, j: usize| if tb { b[j * k + q] } else { b[q * n + j] } as f64;
+            let mut c = vec![f32::NAN; m * n];
+            gemm_into(&mut c, &a, &b, (m, k, n), (ta, tb), tiles);
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
+                    let got = c[i * n + j] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                        "{m}x{k}x{n} ({ta}, {tb}) [{i}, {j}]: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
 }
