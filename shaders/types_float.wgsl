@@ -104,6 +104,30 @@ fn log_is_special(b: u32) -> bool {
     return (b & 0x7fffffffu) == 0u || b >= 0x7f800000u;
 }
 
+// log(1 + x) for 2^-24 <= |x| < 0.5, from 2 atanh(s), s = x / (2 + x) (|s| <= 1/3: terms
+// to s^19): relatively accurate where the driver's log is only absolutely accurate (WGSL
+// allows 2^-21 in [0.5, 2], so log(0.99999994) came out 73% off on lavapipe).
+fn log1p_series(x: f32) -> f32 {
+    let t = x / (2.0 + x);
+    let z = t * t;
+    var p = 1.0 / 19.0;
+    p = p * z + 1.0 / 17.0;
+    p = p * z + 1.0 / 15.0;
+    p = p * z + 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    return 2.0 * (t + t * (z * p));
+}
+
+// Whether log and log2 of normal `x` take log1p_series(x - 1): x in (0.5, 1.5), where
+// x - 1 is exact (Sterbenz) and the result can be small. 1 itself is exact either way.
+fn log_near_one(x: f32) -> bool {
+    return x > 0.5 && x < 1.5 && x != 1.0;
+}
+
 fn log_f32(x: f32) -> f32 {
     // Driver log is undefined at and below zero, and drivers that flush denormals give
     // -inf or log(2^-126) for subnormals: those go through their integer significand
@@ -111,6 +135,7 @@ fn log_f32(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     if log_is_special(b) { return log_special(b); }
     if b < 0x00800000u { return log(f32(b)) - 103.27892990343185; }
+    if log_near_one(x) { return log1p_series(x - 1.0); }
     return log(x);
 }
 
@@ -118,32 +143,19 @@ fn log2_f32(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     if log_is_special(b) { return log_special(b); }
     if b < 0x00800000u { return log2(f32(b)) - 149.0; }
+    if log_near_one(x) { return log1p_series(x - 1.0) * 1.442695; }
     return log2(x);
 }
 
-// log1p near 0 from 2 atanh(s), s = x / (2 + x) (|s| <= 1/3: terms to s^19), for the
-// same reason as expm1: the driver's log near 1 is only absolutely accurate. Beyond,
-// Kahan's form, the ratio (near 1) taken first so log(u) * x cannot overflow
-// (log1p(3e38) = 88.6).
+// log1p near 0 from the series, for the same reason as expm1: the driver's log near 1 is
+// only absolutely accurate. Beyond, Kahan's form, the ratio (near 1) taken first so
+// log(u) * x cannot overflow (log1p(3e38) = 88.6).
 fn log1p_f32(x: f32) -> f32 {
     if f32_is_nan(x) { return x; }
     // Below 2^-24, log1p(x) rounds to x; the series' x / (2 + x) would be subnormal
     // (flushed to 0 by some drivers) for x near the smallest normal.
     if abs(x) < 5.9604645e-8 { return x; }
-    if abs(x) < 0.5 {
-        let t = x / (2.0 + x);
-        let z = t * t;
-        var p = 1.0 / 19.0;
-        p = p * z + 1.0 / 17.0;
-        p = p * z + 1.0 / 15.0;
-        p = p * z + 1.0 / 13.0;
-        p = p * z + 1.0 / 11.0;
-        p = p * z + 1.0 / 9.0;
-        p = p * z + 1.0 / 7.0;
-        p = p * z + 1.0 / 5.0;
-        p = p * z + 1.0 / 3.0;
-        return 2.0 * (t + t * (z * p));
-    }
+    if abs(x) < 0.5 { return log1p_series(x); }
     let u = 1.0 + x;
     if f32_is_inf(u) || u <= 0.0 {
         return log_f32(u);
@@ -468,16 +480,10 @@ fn pow_f32(x: f32, y: f32) -> f32 {
         if ax == 1.0 { return 1.0; }
         return select(0.0, f32_inf(), (ax > 1.0) == (y > 0.0));
     } else {
-        // Near 1 the driver's log2 is only absolutely accurate (WGSL: 2^-21 in [0.5, 2]),
-        // and a large exponent multiplies that error: pow(0.99999899, 8388609) came out
-        // 10% low on lavapipe. There ax - 1 is exact (Sterbenz), and log1p's series keeps
-        // the logarithm relatively accurate for ax < 1.5 (above, its Kahan form is as
-        // accurate as log2). 0.5 and 2 stay with log2, exact at powers of two.
-        var l = log2_f32(ax);
-        if ax > 0.5 && ax < 2.0 {
-            l = log1p_f32(ax - 1.0) * 1.442695;
-        }
-        r = exp2(y * l);
+        // log2_f32 is relatively accurate near 1, where a large exponent multiplies the
+        // driver's absolute error: pow(0.99999899, 8388609) had come out 10% low on
+        // lavapipe through the driver's log2.
+        r = exp2(y * log2_f32(ax));
     }
     if (bitcast<u32>(x) & 0x80000000u) != 0u {
         if !is_int_f32(y) {
