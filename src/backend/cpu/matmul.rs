@@ -78,12 +78,20 @@ impl<T> Shared<T> {
     }
 }
 
+/// Blocks of C per thread in a threaded product: more blocks than threads let rayon's
+/// work stealing even out the threads. On a 16-core host four a thread gave 1475-1555
+/// GFLOP/s at 2048³ where one gave 967-1092, and more from 512³ to 4096³; on the 2-core
+/// machine the two are within noise (BENCHMARKS.md, session 20). Why one a thread lags
+/// there (a slow thread, or blocks too large for the caches) was not profiled.
+const TILES_PER_THREAD: usize = 4;
+
 /// C = A @ B for row-major C (m x n); A (m x k) and B (k x n) row-major, or stored
 /// transposed when `ta` / `tb` (gemm takes any strides, so nothing is copied).
 ///
-/// Threaded as a grid of `tiles` blocks of C, each one single-threaded gemm call on its own
-/// rayon task. gemm's own threading (`Parallelism::Rayon`) scaled worse on a 16-core host:
-/// 743-787 against 921-1067 GFLOP/s at 1024³, 859-1011 against 887-1067 at 2048³
+/// Threaded as a grid of `tiles` blocks of C ([`TILES_PER_THREAD`] a thread), each one
+/// single-threaded gemm call on its own rayon task. gemm's own threading
+/// (`Parallelism::Rayon`) scaled worse on a 16-core host: 743-787 against 921-1067
+/// GFLOP/s at 1024³, 859-1011 against 887-1067 at 2048³, with one block a thread
 /// (BENCHMARKS.md, session 20); on the 2-core machine the two are within noise.
 fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One>(
     c: &mut [T],
@@ -152,7 +160,7 @@ where
         // Waking a second thread costs more than it saves below ~160³ (measured on the
         // 2-core CI machine: 128³ ran at ~165 GFLOP/s on one thread, ~110 on two; 256³ at
         // ~175 on one, 205–285 on two).
-        let t = if per_batch_flops >= (1 << 22) { threads } else { 1 };
+        let t = if per_batch_flops >= (1 << 22) { threads * TILES_PER_THREAD } else { 1 };
         for (cm, x) in c.chunks_mut(m * n).zip(offs.iter()) {
             run(x, cm, t);
         }
