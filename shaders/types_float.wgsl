@@ -104,8 +104,8 @@ fn log_is_special(b: u32) -> bool {
     return (b & 0x7fffffffu) == 0u || b >= 0x7f800000u;
 }
 
-// log(1 + x) for 2^-24 <= |x| < 0.5, from 2 atanh(s), s = x / (2 + x) (|s| <= 1/3: terms
-// to s^19): relatively accurate where the driver's log is only absolutely accurate (WGSL
+// log(1 + x) for -0.5 <= x < 1, from 2 atanh(s), s = x / (2 + x) (|s| <= 1/3: terms to
+// s^19): relatively accurate where the driver's log is only absolutely accurate (WGSL
 // allows 2^-21 in [0.5, 2], so log(0.99999994) came out 73% off on lavapipe).
 fn log1p_series(x: f32) -> f32 {
     let t = x / (2.0 + x);
@@ -122,10 +122,11 @@ fn log1p_series(x: f32) -> f32 {
     return 2.0 * (t + t * (z * p));
 }
 
-// Whether log and log2 of normal `x` take log1p_series(x - 1): x in (0.5, 1.5), where
-// x - 1 is exact (Sterbenz) and the result can be small. 1 itself is exact either way.
+// Whether log and log2 of `x` take log1p_series(x - 1): x in (0.5, 2), where x - 1 is
+// exact (Sterbenz) and the driver's log only absolutely accurate. log(1) is exactly 0
+// there (the series of 0), which pow(-1, y) relies on.
 fn log_near_one(x: f32) -> bool {
-    return x > 0.5 && x < 1.5 && x != 1.0;
+    return x > 0.5 && x < 2.0;
 }
 
 fn log_f32(x: f32) -> f32 {

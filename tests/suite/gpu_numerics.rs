@@ -386,10 +386,10 @@ fn sin_cos_reduce_large_arguments() {
     assert_close("f16 sin", &[got[0].to_f64(), got[1].to_f64()], &want, 0.0, 1e-3);
 }
 
-/// log and log2 just around 1, where the result is small: relatively accurate on the GPU
-/// (the driver's own log is only absolutely accurate there: WGSL allows 2^-21 in [0.5,
+/// log and log2 over (0.4, 2], where the result can be small: relatively accurate on the
+/// GPU (the driver's own log is only absolutely accurate there: WGSL allows 2^-21 in [0.5,
 /// 2], and lavapipe gave log(0.99999994) 73% off and log(0.9999) 3e-4 off), within 4 ulps
-/// of the f64 reference of the same f32 input, as on the CPU.
+/// of the f64 reference of the same f32 input (lavapipe: 1.69 and 2.66), as on the CPU.
 #[test]
 fn logs_near_one_are_relatively_accurate() {
     if !gpu_available() {
@@ -397,12 +397,14 @@ fn logs_near_one_are_relatively_accurate() {
     }
     let mut x: Vec<f32> =
         (1..=64).flat_map(|k| [f32::from_bits(1f32.to_bits() + k), f32::from_bits(1f32.to_bits() - k)]).collect();
-    // |x - 1| from 1e-7 to 0.6 on both sides, so across the series' edges at 0.5 and 1.5.
+    // |x - 1| from 1e-7 to 0.6 on both sides: across the series' lower edge at 0.5.
     for i in 0..400 {
         let d = 1e-7f32 * 10f32.powf(i as f32 * 6.78 / 400.0);
-        x.extend([1.0 + d, 1.0 - d.min(0.75)]);
+        x.extend([1.0 + d, 1.0 - d]);
     }
-    x.extend([0.5, 1.5, 0.5000001, 1.4999999, 1.0]);
+    // Up to its upper edge at 2.
+    x.extend((0..200).map(|i| 1.6 + 0.4 * i as f32 / 200.0));
+    x.extend([0.5, 0.5000001, 1.9999999, 2.0, 1.0]);
     type Case = (&'static str, fn(&Array) -> Result<Array>, fn(f64) -> f64);
     let cases: [Case; 2] = [("log", |a| a.log(), f64::ln), ("log2", |a| a.log2(), f64::log2)];
     for (name, op, reference) in cases {
@@ -413,7 +415,8 @@ fn logs_near_one_are_relatively_accurate() {
             let mut worst = (0.0f64, 0.0f32);
             for (&v, &g) in x.iter().zip(&got) {
                 let want = reference(v as f64);
-                let ulp = ((want as f32).abs().max(f32::MIN_POSITIVE) * f32::EPSILON) as f64;
+                // One ulp of the f32 result: the spacing of floats at its binade.
+                let ulp = 2f64.powi((want as f32).abs().max(f32::MIN_POSITIVE).log2().floor() as i32 - 23);
                 let err = (g as f64 - want).abs() / ulp;
                 if err > worst.0 {
                     worst = (err, v);

@@ -70,8 +70,8 @@ fn grid(tiles: usize, m: usize, n: usize) -> (usize, usize) {
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
 // SAFETY: the blocks of `gemm_into` are disjoint, and the product waits for all of them.
-unsafe impl<T> Send for Shared<T> {}
-unsafe impl<T> Sync for Shared<T> {}
+unsafe impl<T: Send> Send for Shared<T> {}
+unsafe impl<T: Send> Sync for Shared<T> {}
 impl<T> Shared<T> {
     fn at(self, i: usize) -> *mut T {
         self.0.wrapping_add(i)
@@ -92,7 +92,9 @@ const TILES_PER_THREAD: usize = 4;
 /// single-threaded gemm call on its own rayon task. gemm's own threading
 /// (`Parallelism::Rayon`) scaled worse on a 16-core host: 743-787 against 921-1067
 /// GFLOP/s at 1024³, 859-1011 against 887-1067 at 2048³, with one block a thread
-/// (BENCHMARKS.md, session 20); on the 2-core machine the two are within noise.
+/// (BENCHMARKS.md, session 20); on the 2-core machine the two are within noise. The
+/// blocks' sizes follow the thread count and gemm's blocking of k follows theirs, so the
+/// last bits of a product can differ between machines with different core counts.
 fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One>(
     c: &mut [T],
     a: &[T],
@@ -160,7 +162,7 @@ where
         // Waking a second thread costs more than it saves below ~160³ (measured on the
         // 2-core CI machine: 128³ ran at ~165 GFLOP/s on one thread, ~110 on two; 256³ at
         // ~175 on one, 205–285 on two).
-        let t = if per_batch_flops >= (1 << 22) { threads * TILES_PER_THREAD } else { 1 };
+        let t = if per_batch_flops >= (1 << 22) && threads > 1 { threads * TILES_PER_THREAD } else { 1 };
         for (cm, x) in c.chunks_mut(m * n).zip(offs.iter()) {
             run(x, cm, t);
         }
@@ -234,6 +236,8 @@ mod tests {
             (5, 17, 130, false, true, 16),
             (9, 8, 7, true, true, 3),
             (33, 20, 17, true, false, 1),
+            // A 2 x 8 grid over 3 columns: five blocks are empty.
+            (2, 9, 3, true, true, 16),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
