@@ -226,8 +226,8 @@ mod tests {
         assert_eq!(grid(1, 7, 9), (1, 1));
     }
 
-    /// Every block of a tiled product (and the untiled one), with odd sizes and either operand transposed, holds
-    /// the f64 reference product.
+    /// Every block of a tiled product (and the untiled one), with odd sizes and either
+    /// operand transposed, holds the f64 reference product.
     #[test]
     fn tiled_products_match_the_reference() {
         for &(m, k, n, ta, tb, tiles) in &[
