@@ -18,12 +18,15 @@
 //! With `LAZULI_GPU_TIMING=1` on a GPU, each row is followed by the fused evaluations'
 //! kernel time (GPU timestamps, one more round) and the bandwidth that time alone gives.
 
+#[path = "common/fusion_patterns.rs"]
+mod fusion_patterns;
 #[path = "common/kernel_times.rs"]
 mod kernel_times;
 
 use std::time::Instant;
 
-use lazuli::{Array, DType, Device};
+use fusion_patterns::{chain, gelu_tanh, layer_norm, randn};
+use lazuli::{Array, Device};
 
 struct Opts {
     device: Device,
@@ -49,30 +52,6 @@ fn parse() -> Result<Opts, String> {
         }
     }
     Ok(o)
-}
-
-fn randn(seed: u64, shape: &[usize]) -> lazuli::Result<Array> {
-    let key = lazuli::random::key(seed)?;
-    let x = lazuli::random::normal(&key, shape, 0.0, 1.0, DType::F32)?;
-    x.eval()?;
-    Ok(x)
-}
-
-fn chain(a: &Array, b: &Array, c: &Array) -> lazuli::Result<Array> {
-    ((&(a * b)? + c)?.exp()? * 0.5)?.tanh()
-}
-
-fn gelu_tanh(x: &Array) -> lazuli::Result<Array> {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    let inner = (&(x + &(&(x * x)? * x)?.mul(0.044715)?)? * (2.0 / std::f64::consts::PI).sqrt())?;
-    &(x * 0.5)? * &(&inner.tanh()? + 1.0)?
-}
-
-fn layer_norm(x: &Array, g: &Array, b: &Array) -> lazuli::Result<Array> {
-    let mean = x.mean(&[-1], true)?;
-    let var = x.var(&[-1], true, 0)?;
-    let y = (&(x - &mean)? / &(&var + 1e-5)?.sqrt()?)?;
-    &(&y * g)? + b
 }
 
 /// Best seconds per evaluation of `f` over 5 rounds of `reps`, after a warm-up, and the
