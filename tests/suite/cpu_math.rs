@@ -4,43 +4,15 @@
 //! functions change formula. Bound: 1 ulp of the f32 result, what math.rs states for
 //! every function; the subnormal spacing below the smallest normal.
 
-use crate::common::on;
+use crate::common::{on, worst_ulps};
 use lazuli::{Array, Device, Result};
 
-/// The spacing of f32 values at `|x|` (as f64).
-fn ulp32(x: f64) -> f64 {
-    let a = x.abs();
-    if a < f32::MIN_POSITIVE as f64 {
-        return 2f64.powi(-149);
-    }
-    2f64.powi(a.log2().floor() as i32 - 23)
-}
-
-/// Worst error in ulps of `got` against the f64 `want` of each argument; panics on a
-/// wrong special value.
+/// Worst error in ulps of `got` against the f64 `want` of each argument, at most 1;
+/// panics on a wrong special value.
 fn max_ulps(what: &str, x: &[f32], got: &[f32], want: impl Fn(f64) -> f64) -> f64 {
-    let mut worst = (0.0, 0.0f32);
-    for (&a, &g) in x.iter().zip(got) {
-        let w = want(a as f64);
-        if w.is_nan() {
-            assert!(g.is_nan(), "{what}({a:e}) = {g:e}, want NaN");
-            continue;
-        }
-        let w32 = w as f32;
-        if w32.is_infinite() {
-            // Beyond f32's range: the infinity, or the largest finite value within 1 ulp.
-            let ok = g == w32 || (g.abs() == f32::MAX && (w.abs() - f32::MAX as f64) <= ulp32(f32::MAX as f64));
-            assert!(ok, "{what}({a:e}) = {g:e}, want {w:e}");
-            continue;
-        }
-        assert!(g.is_finite(), "{what}({a:e}) = {g:e}, want {w:e}");
-        let e = (g as f64 - w).abs() / ulp32(w);
-        if e > worst.0 {
-            worst = (e, a);
-        }
-    }
-    assert!(worst.0 <= 1.0, "{what}: {} ulp at x = {:e}", worst.0, worst.1);
-    worst.0
+    let (worst, at) = worst_ulps(what, x, got, want);
+    assert!(worst <= 1.0, "{what}: {worst} ulp at x = {at:e}");
+    worst
 }
 
 /// Every 251st f32 bit pattern of both signs, then the specials, then dense sweeps of

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{assert_close, gpu_available, on};
+use common::{assert_close, gpu_available, on, worst_ulps};
 use half::f16;
 use lazuli::{Array, Device, Element, Result};
 
@@ -412,17 +412,8 @@ fn logs_near_one_are_relatively_accurate() {
         for (device, fused) in [(Device::gpu(0), false), (Device::gpu(0), true), (Device::cpu(), false)] {
             let got: Vec<f32> =
                 on(device, || if fused { op(&arr(&x).mul(1.0)?) } else { op(&arr(&x)) }?.to_vec()).unwrap();
-            let mut worst = (0.0f64, 0.0f32);
-            for (&v, &g) in x.iter().zip(&got) {
-                let want = reference(v as f64);
-                // One ulp of the f32 result: the spacing of floats at its binade.
-                let ulp = 2f64.powi((want as f32).abs().max(f32::MIN_POSITIVE).log2().floor() as i32 - 23);
-                let err = (g as f64 - want).abs() / ulp;
-                if err > worst.0 {
-                    worst = (err, v);
-                }
-            }
-            assert!(worst.0 <= 4.0, "{name} on {device:?} (fused: {fused}): {:.2} ulps at {:e}", worst.0, worst.1);
+            let (worst, at) = worst_ulps(name, &x, &got, reference);
+            assert!(worst <= 4.0, "{name} on {device:?} (fused: {fused}): {worst:.2} ulps at {at:e}");
         }
     }
 }

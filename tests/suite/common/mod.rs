@@ -117,3 +117,38 @@ pub fn bcast_index(shape: &[usize], out_idx: &[usize]) -> usize {
     let idx: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if d == 1 { 0 } else { out_idx[lead + i] }).collect();
     ravel(&idx, shape)
 }
+
+/// The spacing of f32 values at `|x|` (as f64).
+pub fn ulp32(x: f64) -> f64 {
+    let a = x.abs();
+    if a < f32::MIN_POSITIVE as f64 {
+        return 2f64.powi(-149);
+    }
+    2f64.powi(a.log2().floor() as i32 - 23)
+}
+
+/// Worst error in ulps ([`ulp32`] of the f64 reference) of `got` against the f64 `want`
+/// of each argument, and the argument where it falls; panics on a wrong special value.
+pub fn worst_ulps(what: &str, x: &[f32], got: &[f32], want: impl Fn(f64) -> f64) -> (f64, f32) {
+    let mut worst = (0.0, 0.0f32);
+    for (&a, &g) in x.iter().zip(got) {
+        let w = want(a as f64);
+        if w.is_nan() {
+            assert!(g.is_nan(), "{what}({a:e}) = {g:e}, want NaN");
+            continue;
+        }
+        let w32 = w as f32;
+        if w32.is_infinite() {
+            // Beyond f32's range: the infinity, or the largest finite value within 1 ulp.
+            let ok = g == w32 || (g.abs() == f32::MAX && (w.abs() - f32::MAX as f64) <= ulp32(f32::MAX as f64));
+            assert!(ok, "{what}({a:e}) = {g:e}, want {w:e}");
+            continue;
+        }
+        assert!(g.is_finite(), "{what}({a:e}) = {g:e}, want {w:e}");
+        let e = (g as f64 - w).abs() / ulp32(w);
+        if e > worst.0 {
+            worst = (e, a);
+        }
+    }
+    worst
+}
