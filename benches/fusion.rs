@@ -17,6 +17,8 @@
 //! LAZULI_BENCH_FULL=1 cargo bench --bench fusion  # the tables' sizes on a real GPU
 //! ```
 
+#[path = "common/devices.rs"]
+mod devices;
 #[path = "../examples/common/fusion_patterns.rs"]
 mod fusion_patterns;
 
@@ -39,12 +41,7 @@ fn sizes(device: Device) -> (usize, usize, usize) {
 type Pattern<'a> = (&'static str, String, Throughput, Box<dyn Fn() -> Result<Array> + 'a>);
 
 fn bench(c: &mut Criterion) {
-    let mut devices = vec![Device::cpu()];
-    match lazuli::new_stream(Device::gpu(0)) {
-        Ok(_) => devices.push(Device::gpu(0)),
-        Err(e) => println!("skipping gpu fusion bench: {e}"),
-    }
-    for dev in devices {
+    for dev in devices::devices("fusion") {
         let s = lazuli::new_stream(dev).unwrap();
         let (n, r, cols) = sizes(dev);
         let inputs = lazuli::with_stream(&s, || -> Result<_> {

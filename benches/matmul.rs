@@ -14,6 +14,9 @@
 //! LAZULI_BENCH_FULL=1 cargo bench --bench matmul  # full sweep
 //! ```
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lazuli::{Array, DType, Device, Stream};
 
@@ -45,12 +48,7 @@ fn resident(s: &Stream, shape: &[usize], seed: u64) -> Array {
 }
 
 fn bench(c: &mut Criterion) {
-    let mut devices = vec![Device::cpu()];
-    match lazuli::new_stream(Device::gpu(0)) {
-        Ok(_) => devices.push(Device::gpu(0)),
-        Err(e) => println!("skipping gpu matmul bench: {e}"),
-    }
-    for dev in devices {
+    for dev in devices::devices("matmul") {
         let s = lazuli::new_stream(dev).unwrap();
         let mut g = c.benchmark_group(format!("matmul_f32_{dev}"));
         g.sample_size(10);
