@@ -152,8 +152,7 @@ where
     let (threads, trans) = (rayon::current_num_threads(), (p.trans_a, p.trans_b));
     let per_batch_flops = m * n * k;
     let run = |&(oa, ob): &(usize, usize), cm: &mut [T], t: usize| {
-        let (a, b) = (&a[oa..oa + m * k], &b[ob..ob + k * n]);
-        gemm_into(cm, a, b, (m, k, n), trans, t);
+        gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), trans, t);
     };
     if offs.len() > 1 && per_batch_flops < (1 << 18) {
         // Many small matrices: one thread per batch.
