@@ -1,5 +1,6 @@
 //! The [`Array`] handle and the graph node behind it.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
@@ -38,6 +39,11 @@ pub(crate) struct Node {
     /// that read it), made by `eval::transfer`, so host data used by many GPU ops is
     /// uploaded once. Ready data never changes, so the copy stays valid for the node's life.
     pub(crate) mirror: Mutex<Option<Buffer>>,
+    /// The number the last walk that ran alone gave this node, with that walk's id
+    /// (`eval::topo_order`): such a walk finds its numbers here instead of in a hash
+    /// table. Only a walk that runs alone writes it, and one reads a number only after
+    /// checking that it names this node.
+    pub(crate) mark: AtomicU64,
 }
 
 /// Where a node is in its life. `Pending` holds the op and inputs; evaluation takes them
@@ -172,6 +178,7 @@ impl Array {
             state: Mutex::new(state),
             done: Condvar::new(),
             mirror: Mutex::new(None),
+            mark: AtomicU64::new(0),
         }))
     }
 

@@ -7,7 +7,7 @@
 use arrayvec::ArrayVec;
 use foldhash::{HashMap, HashMapExt};
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::array::{Array, Kept, Node, State};
@@ -96,17 +96,9 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Order {
     let hint = LAST_MET.with(std::cell::Cell::get);
     let mut order = Vec::with_capacity(hint);
     let mut nodes: Vec<Met> = Vec::with_capacity(hint);
-    let mut ids: HashMap<*const Node, u32> = HashMap::with_capacity(hint);
-    // The number of `a`, given it on first sight.
-    let mut number = |nodes: &mut Vec<Met>, a: &Array| -> u32 {
-        *ids.entry(a.ptr()).or_insert_with(|| {
-            let id = u32::try_from(nodes.len()).expect("fewer than 2^32 nodes in one eval");
-            nodes.push(Met { array: a.clone(), consumers: 0, inputs: None, pending: false, visited: false });
-            id
-        })
-    };
+    let mut numbers = Numbers::new(hint);
     // (node, children pushed already?)
-    let mut stack: Vec<(u32, bool)> = outputs.iter().map(|a| (number(&mut nodes, a), false)).collect();
+    let mut stack: Vec<(u32, bool)> = outputs.iter().map(|a| (numbers.of(&mut nodes, a), false)).collect();
     // Unvisited inputs of the node being expanded; one buffer for the whole walk.
     let mut next: Vec<u32> = Vec::new();
     while let Some((id, expanded)) = stack.pop() {
@@ -123,7 +115,7 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Order {
             State::Pending { inputs, .. } => {
                 let mut ins = ArrayVec::<u32, 3>::new();
                 for i in inputs.iter() {
-                    let k = number(&mut nodes, i);
+                    let k = numbers.of(&mut nodes, i);
                     let m = &mut nodes[k as usize];
                     m.consumers += 1;
                     let _ = ins.try_push(k);
@@ -143,6 +135,70 @@ pub(crate) fn topo_order(outputs: &[&Array]) -> Order {
     }
     LAST_MET.with(|n| n.set(nodes.len()));
     Order { order, nodes }
+}
+
+/// Walks in progress in this process: a walk that starts alone numbers nodes in their
+/// [`Node::mark`]s, the others in a hash table (two walks writing marks at once would
+/// overwrite each other's numbers).
+static WALKING: AtomicUsize = AtomicUsize::new(0);
+
+/// Ids of walks that number nodes in their marks (from 1: a new node's mark is 0).
+static WALK_IDS: AtomicU32 = AtomicU32::new(1);
+
+/// How a walk gives each node it meets its number.
+enum Numbers {
+    /// In the nodes' marks, tagged with this walk's id: the walk started alone. Hashing
+    /// every node's address was a tenth of the 1000-op chain's walk (callgrind).
+    Marks(u32),
+    /// In a table by address: another walk was in progress when this one started.
+    Table(HashMap<*const Node, u32>),
+}
+
+impl Numbers {
+    fn new(hint: usize) -> Numbers {
+        if WALKING.fetch_add(1, Ordering::Acquire) == 0 {
+            Numbers::Marks(WALK_IDS.fetch_add(1, Ordering::Relaxed))
+        } else {
+            Numbers::Table(HashMap::with_capacity(hint))
+        }
+    }
+
+    /// The number of `a`, given it on first sight.
+    fn of(&mut self, nodes: &mut Vec<Met>, a: &Array) -> u32 {
+        let fresh = |nodes: &mut Vec<Met>| {
+            let id = u32::try_from(nodes.len()).expect("fewer than 2^32 nodes in one eval");
+            nodes.push(Met { array: a.clone(), consumers: 0, inputs: None, pending: false, visited: false });
+            id
+        };
+        match self {
+            Numbers::Marks(walk) => {
+                let mark = a.0.mark.load(Ordering::Relaxed);
+                let id = mark as u32;
+                // A mark of this walk's id names this node only if the walk gave it: ids
+                // wrap after 2^32 walks, so the number is checked against the node.
+                if (mark >> 32) as u32 == *walk && nodes.get(id as usize).is_some_and(|m| m.array.ptr() == a.ptr()) {
+                    return id;
+                }
+                let id = fresh(nodes);
+                a.0.mark.store(u64::from(*walk) << 32 | u64::from(id), Ordering::Relaxed);
+                id
+            }
+            Numbers::Table(ids) => match ids.get(&a.ptr()) {
+                Some(&id) => id,
+                None => {
+                    let id = fresh(nodes);
+                    ids.insert(a.ptr(), id);
+                    id
+                }
+            },
+        }
+    }
+}
+
+impl Drop for Numbers {
+    fn drop(&mut self) {
+        WALKING.fetch_sub(1, Ordering::Release);
+    }
 }
 
 /// Computes the given arrays and everything they depend on, once each.

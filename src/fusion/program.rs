@@ -138,10 +138,29 @@ impl Step {
         }
     }
 
-    /// True if `op` with `inputs` operands is a step ([`Step::of`] without the indices).
-    pub(crate) fn fits(op: &Primitive, inputs: usize) -> bool {
-        // No step takes more than three operands.
-        inputs <= 3 && Step::of(op, &[0; 3][..inputs]).is_some()
+    /// This step reading `args` instead (as many as it reads); `None` if their number
+    /// differs. The planner keeps each member as its step with unnumbered operands (no
+    /// clone of the primitive per member) and numbers them when it writes the program.
+    pub(crate) fn with_args(self, args: &[usize]) -> Option<Step> {
+        match (self, args) {
+            (Step::Input(k), []) => Some(Step::Input(k)),
+            (Step::Const(c), []) => Some(Step::Const(c)),
+            (Step::Unary(op, _), [a]) => Some(Step::Unary(op, *a)),
+            (Step::Binary(op, _, _), [x, y]) => Some(Step::Binary(op, *x, *y)),
+            (Step::Select(..), [c, x, y]) => Some(Step::Select(*c, *x, *y)),
+            (Step::Cast(_), [a]) => Some(Step::Cast(*a)),
+            (Step::Reduce(op, _), [a]) => Some(Step::Reduce(op, *a)),
+            (
+                Step::Input(_)
+                | Step::Const(_)
+                | Step::Unary(..)
+                | Step::Binary(..)
+                | Step::Select(..)
+                | Step::Cast(_)
+                | Step::Reduce(..),
+                _,
+            ) => None,
+        }
     }
 
     /// The step a primitive is in a region, with its operands' value indices; `None` for
