@@ -533,9 +533,7 @@ impl<'a> Growth<'a> {
             }
             let a = &nodes[p as usize].array;
             let value = match s.role {
-                Role::Const => {
-                    computed(&mut steps, known.as_mut(), self.lists.consts[s.at as usize].1, a.dtype())
-                }
+                Role::Const => computed(&mut steps, known.as_mut(), self.lists.consts[s.at as usize].1, a.dtype()),
                 Role::Leaf => {
                     steps.push((Step::Input(leaves.len()), a.dtype()));
                     metas.push(a.meta().clone());

@@ -134,6 +134,38 @@ fn threads_evaluate_graphs_that_share_inputs() {
     }
 }
 
+/// Threads walking one pending graph at once (a chain of diamonds, where a walk meets each
+/// node twice): the first walk may number nodes in the nodes themselves while the others
+/// keep a table, and every thread gets the right values.
+#[test]
+fn concurrent_walks_over_shared_diamonds_agree() {
+    let _lock = serial();
+    for _ in 0..10 {
+        let x = Array::from_slice(&[1f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+        let mut y = x.add(0.0).unwrap();
+        for _ in 0..2000 {
+            // y * 0.5 + y * 0.5 is y exactly: a diamond that keeps the values.
+            y = y.mul(0.5).unwrap().add(&y.mul(0.5).unwrap()).unwrap();
+        }
+        let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let handles: Vec<_> = (0..6)
+            .map(|t| {
+                let (y, start) = (y.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let z = y.add(t as f32).unwrap();
+                    start.wait();
+                    z.to_vec::<f32>().unwrap()
+                })
+            })
+            .collect();
+        for (t, h) in handles.into_iter().enumerate() {
+            let t = t as f32;
+            assert_eq!(h.join().unwrap(), vec![1.0 + t, 2.0 + t, 3.0 + t, 4.0 + t]);
+        }
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    }
+}
+
 #[test]
 fn arrays_are_send_and_sync() {
     let _lock = serial();
