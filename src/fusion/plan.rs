@@ -455,7 +455,7 @@ impl<'a> Growth<'a> {
         // Members are at the region's shape; with row regions also of a shape that
         // broadcasts to it (computed again at every element) or reductions of a value at
         // it (checked below, with their primitive).
-        let at_shape = a.meta().shape == self.shape;
+        let at_shape = crate::shape::same(&a.meta().shape, &self.shape);
         let broadcast = !at_shape && self.limits.row_regions && broadcasts_to(&a.meta().shape, &self.shape);
         if self.lists.members.len() >= self.limits.max_steps
             || a.stream() != self.stream
