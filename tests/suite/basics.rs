@@ -145,7 +145,7 @@ fn concurrent_walks_over_shared_diamonds_agree() {
         let mut y = x.add(0.0).unwrap();
         for _ in 0..2000 {
             // y * 0.5 + y * 0.5 is y exactly: a diamond that keeps the values.
-            y = y.mul(0.5).unwrap().add(&y.mul(0.5).unwrap()).unwrap();
+            y = y.mul(0.5).unwrap().add(y.mul(0.5).unwrap()).unwrap();
         }
         let start = std::sync::Arc::new(std::sync::Barrier::new(6));
         let handles: Vec<_> = (0..6)
