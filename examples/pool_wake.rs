@@ -1,6 +1,7 @@
-//! What starting work on the CPU backend's thread pool costs: 64 empty tasks on rayon's
-//! global pool (the one lazuli's CPU kernels run on), right after the previous batch and
-//! after the pool has sat idle for a while. A threaded kernel pays this on top of its
+//! What starting work on the CPU backend's thread pool costs: a parallel loop over 64
+//! empty items on rayon's global pool (the one lazuli's CPU kernels run on; rayon splits
+//! the loop among its threads as they wake), right after the previous loop and after the
+//! pool has sat idle for a while. A threaded kernel pays this on top of its
 //! work, so it bounds how small a product is worth threading (a 256³ matmul is tens of
 //! microseconds of arithmetic on 16 cores).
 //!
@@ -8,7 +9,7 @@
 //! cargo run --release --example pool_wake
 //! RAYON_NUM_THREADS=4 cargo run --release --example pool_wake
 //! ```
-//! Prints, for each idle time before a batch, the best, median and mean of 300 batches.
+//! Prints, for each idle time before a loop, the best, median and mean of 300 loops.
 
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ fn main() {
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         times.sort_by(f64::total_cmp);
         println!(
-            "idle {idle_us:>4} us before: 64 empty tasks take best {:.1} us, median {:.1} us, mean {mean:.1} us",
+            "idle {idle_us:>4} us before: a loop over 64 empty items takes best {:.1} us, median {:.1} us, mean {mean:.1} us",
             times[0],
             times[times.len() / 2]
         );

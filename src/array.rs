@@ -39,10 +39,10 @@ pub(crate) struct Node {
     /// that read it), made by `eval::transfer`, so host data used by many GPU ops is
     /// uploaded once. Ready data never changes, so the copy stays valid for the node's life.
     pub(crate) mirror: Mutex<Option<Buffer>>,
-    /// The number the last walk that ran alone gave this node, with that walk's id
-    /// (`eval::topo_order`): such a walk finds its numbers here instead of in a hash
-    /// table. Only a walk that runs alone writes it, and one reads a number only after
-    /// checking that it names this node.
+    /// The number the last walk that started while no other walk was in progress gave
+    /// this node, with that walk's id (`eval::topo_order`): such a walk finds its numbers
+    /// here instead of in a hash table. Only such a walk writes it, and it reads a number
+    /// only after checking that the number names this node.
     pub(crate) mark: AtomicU64,
 }
 

@@ -173,6 +173,7 @@ impl Numbers {
         match self {
             Numbers::Marks(walk) => {
                 let mark = a.0.mark.load(Ordering::Relaxed);
+                // The low half is the number (the high half the walk's id).
                 let id = mark as u32;
                 // A mark of this walk's id names this node only if the walk gave it: ids
                 // wrap after 2^32 walks, so the number is checked against the node.
@@ -183,14 +184,7 @@ impl Numbers {
                 a.0.mark.store(u64::from(*walk) << 32 | u64::from(id), Ordering::Relaxed);
                 id
             }
-            Numbers::Table(ids) => match ids.get(&a.ptr()) {
-                Some(&id) => id,
-                None => {
-                    let id = fresh(nodes);
-                    ids.insert(a.ptr(), id);
-                    id
-                }
-            },
+            Numbers::Table(ids) => *ids.entry(a.ptr()).or_insert_with(|| fresh(nodes)),
         }
     }
 }
@@ -555,4 +549,41 @@ fn transfer(b: &Buffer, a: &Array, stream: &Stream) -> Result<Buffer> {
     let copy = backend_for(stream.device)?.upload(stream, a.dtype(), &bytes)?;
     *mirror = Some(copy.clone());
     Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Walks started at once over one pending graph each list every node once: whichever
+    /// walk keeps its numbers in the nodes, the others must not read or overwrite them (a
+    /// node numbered twice would be planned twice).
+    #[test]
+    fn concurrent_walks_meet_each_node_once() {
+        let x = Array::from_slice(&[1f32, 2.0], &[2]).unwrap();
+        let h = Array::from_slice(&[0.5f32, 0.5], &[2]).unwrap();
+        let mut y = x.mul(&h).unwrap();
+        const DIAMONDS: usize = 2000;
+        for _ in 0..DIAMONDS {
+            y = y.mul(&h).unwrap().add(y.mul(&h).unwrap()).unwrap();
+        }
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    start.wait();
+                    for _ in 0..5 {
+                        let order = topo_order(&[&y]);
+                        let mut met: Vec<*const Node> = order.nodes.iter().map(|m| m.array.ptr()).collect();
+                        met.sort();
+                        met.dedup();
+                        // x and h, the first product, three nodes a diamond.
+                        assert_eq!(met.len(), order.nodes.len(), "a node was numbered twice");
+                        assert_eq!(met.len(), 3 + 3 * DIAMONDS);
+                        assert_eq!(order.order.len(), 1 + 3 * DIAMONDS);
+                    }
+                });
+            }
+        });
+    }
 }

@@ -49,7 +49,9 @@ pub trait Fuser: Send + Sync {
     /// Bounds on the regions this backend takes.
     fn limits(&self) -> Limits;
     /// True if `op`, with inputs and output of these metas, may be a step of a region
-    /// this backend runs (dtype support, mostly).
+    /// this backend runs (dtype support, mostly). The planner asks with the node's lock
+    /// held (it looks at the primitive in place): an implementation must not evaluate or
+    /// lock graph nodes.
     fn accepts(&self, op: &Primitive, inputs: &[&Meta], output: &Meta) -> bool;
     /// Runs the whole region; `inputs` follow [`Program::inputs`]. Returns the main
     /// output, then one buffer per [`Program::extra_outputs`] value, in order.

@@ -192,11 +192,17 @@ fn pending_op(a: &Array) -> Option<Primitive> {
 fn pending_step(a: &Array, ins: &[u32], nodes: &[Met], fuser: &dyn Fuser) -> Option<Step> {
     match &*a.0.lock() {
         State::Pending { op, .. } => {
-            let step = Step::of(op, &[0; 3][..ins.len().min(3)])?;
+            let step = unnumbered(op, ins.len())?;
             fuser.accepts(op, &metas(nodes, ins), a.meta()).then_some(step)
         }
         State::Running { .. } | State::Ready { .. } | State::Failed(_) => None,
     }
+}
+
+/// The step `op` with `inputs` operands is, its operands not yet numbered (the planner
+/// numbers them when it writes the program: [`Step::with_args`]).
+fn unnumbered(op: &Primitive, inputs: usize) -> Option<Step> {
+    Step::of(op, [0; 3].get(..inputs)?)
 }
 
 fn fuser_for(stream: &Stream) -> Option<&'static dyn Fuser> {
@@ -357,7 +363,7 @@ impl<'a> Growth<'a> {
             }
             _ => return None,
         };
-        let step = Step::of(&op, &[0; 3][..ins.len().min(3)])?;
+        let step = unnumbered(&op, ins.len())?;
         if !fuser.accepts(&op, &metas(nodes, ins), a.meta()) {
             return None;
         }
