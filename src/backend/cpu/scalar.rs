@@ -324,7 +324,17 @@ macro_rules! int_impl {
                         _ => 0,
                     };
                 }
-                self.wrapping_pow(u32::try_from(o).unwrap_or(u32::MAX))
+                // Square and multiply over the whole exponent: std's `wrapping_pow` takes a
+                // u32, and clamping an i64 exponent to one got parity (and value) wrong.
+                let (mut base, mut e, mut acc) = (self, o as u64, 1 as Self);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
         }
     };
@@ -351,3 +361,24 @@ macro_rules! int_impl {
 int_impl!(i32, signed);
 int_impl!(i64, signed);
 int_impl!(u32, unsigned);
+
+#[cfg(test)]
+mod tests {
+    use super::Int;
+
+    /// Known answers (Python's `pow(b, e, 2**64)` read as i64) for exponents past u32.
+    #[test]
+    fn integer_powers_wrap_over_the_whole_exponent() {
+        assert_eq!((-1i64).pow_int(1 << 32), 1);
+        assert_eq!((-1i64).pow_int((1 << 32) + 1), -1);
+        assert_eq!(3i64.pow_int(1 << 32), 2491309678558969857);
+        assert_eq!(3i64.pow_int((1 << 32) + 1), 7473929035676909571);
+        assert_eq!(2i64.pow_int(i64::MAX), 0);
+        assert_eq!(7i64.pow_int(0), 1);
+        assert_eq!((-3i32).pow_int(3), -27);
+        assert_eq!(3i32.pow_int(21), 3i32.wrapping_pow(21));
+        assert_eq!(3u32.pow_int(40), 3u32.wrapping_pow(40));
+        assert_eq!(2i32.pow_int(-1), 0);
+        assert_eq!((-1i64).pow_int(-3), -1);
+    }
+}
