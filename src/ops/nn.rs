@@ -85,7 +85,7 @@ pub fn logaddexp(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Array> 
 impl Array {
     /// `x - logsumexp(x)` over `axes` (empty: all), the log of [`Array::softmax`],
     /// computed stably as `(x - max) - log(sum(exp(x - max)))`. Float-valued (integer
-    /// and bool input is cast to `F32`), same shape.
+    /// and bool input is cast to `F32`), same shape; f16 and bf16 sum in f32.
     ///
     /// `-inf` entries give `-inf` as long as their slice has a finite maximum. A slice
     /// that is all `-inf` gives NaN; one that holds `+inf` gives NaN there and `-inf`
@@ -102,8 +102,8 @@ impl Array {
         // and -inf entries keep their meaning (as logsumexp does).
         let m = where_(&m.isinf()?, 0.0, &m)?;
         let shifted = x.sub(&m)?;
-        let lse = shifted.exp()?.sum(axes, true)?.log()?;
-        shifted.sub(&lse)
+        let lse = shifted.exp()?.to_accumulator()?.sum(axes, true)?.log()?;
+        shifted.sub(&lse)?.astype(x.dtype())
     }
 
     /// `log(exp(self) + exp(other))` elementwise: see the free function [`logaddexp`].
@@ -158,6 +158,10 @@ pub fn one_hot(indices: &Array, num_classes: usize, dtype: DType) -> Result<Arra
             "indices must be int32, uint32 or int64 (cast class labels with astype)",
         ));
     }
+    // Checked here so a size error names this op, not the `arange` inside.
+    let mut out = indices.shape().to_vec();
+    out.push(num_classes);
+    crate::shape::check_size("one_hot", &out, dtype)?;
     // Compare in the indices' own dtype so no index wraps into range.
     let classes =
         crate::stream::following([indices.stream()], || arange(0.0, num_classes as f64, 1.0, indices.dtype()))?;

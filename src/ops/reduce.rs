@@ -137,7 +137,7 @@ impl Array {
             DType::Bool | DType::U32 | DType::I32 | DType::I64 if p.count <= EXACT_INT_MEAN => {
                 self.exact_int_sum(&p)?
             }
-            DType::F16 | DType::BF16 => self.astype(DType::F32)?.reduce_with(ReduceOp::Sum, &p)?,
+            DType::F16 | DType::BF16 => self.to_accumulator()?.reduce_with(ReduceOp::Sum, &p)?,
             DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F32 | DType::F64 => {
                 self.to_float()?.reduce_with(ReduceOp::Sum, &p)?
             }
@@ -155,6 +155,12 @@ impl Array {
         // Python-style floor division and remainder: hi * 65536 + lo == x, 0 <= lo < 65536.
         let hi = x.floor_divide(65536)?.reduce_with(ReduceOp::Sum, p)?;
         let lo = x.remainder(65536)?.reduce_with(ReduceOp::Sum, p)?;
+        // Carry the low sum's high half into `hi`, still in integers: past 256 terms `lo`
+        // passes 2^24, and rounding it alone left its error in a result that `hi * 65536`
+        // had cancelled (600 x 65535, 600 x -65535 and a 1 gave a mean of 0, not 1/1201).
+        // Now `hi` is rounded only when the sum is beyond 2^40, and `lo` never is.
+        let hi = hi.add(&lo.floor_divide(65536)?)?;
+        let lo = lo.remainder(65536)?;
         hi.astype(DType::F32)?.mul(65536.0)?.add(&lo.astype(DType::F32)?)
     }
     /// Variance over `axes` (empty: all) with `ddof` delta degrees of freedom:
@@ -184,7 +190,7 @@ impl Array {
     }
 
     /// `log(sum(exp(x)))` over `axes` (empty: all), computed stably by subtracting the
-    /// maximum. Float-valued; -inf for no elements.
+    /// maximum. Float-valued; -inf for no elements. f16 and bf16 sum in f32.
     pub fn logsumexp(&self, axes: &[isize], keepdims: bool) -> Result<Array> {
         let p = plan("logsumexp", self.shape(), axes, keepdims)?;
         let x = self.to_float()?;
@@ -195,11 +201,12 @@ impl Array {
         // An infinite maximum would make x - m NaN; shifting by 0 there gives the
         // right -inf / +inf (as SciPy does).
         let m = where_(&m.isinf()?, 0.0, &m)?;
-        let s = x.sub(&m)?.exp()?.reduce_with(ReduceOp::Sum, &p)?.log()?;
-        s.add(m.reshape_to(p.out.clone())?)
+        let s = x.sub(&m)?.exp()?.to_accumulator()?.reduce_with(ReduceOp::Sum, &p)?.log()?;
+        s.add(m.reshape_to(p.out.clone())?)?.astype(x.dtype())
     }
 
-    /// `exp(x - max) / sum(exp(x - max))` over `axes` (empty: all). Float-valued, same shape.
+    /// `exp(x - max) / sum(exp(x - max))` over `axes` (empty: all). Float-valued, same shape;
+    /// f16 and bf16 sum in f32, like [`Array::mean`].
     pub fn softmax(&self, axes: &[isize]) -> Result<Array> {
         let p = plan("softmax", self.shape(), axes, true)?;
         let x = self.to_float()?;
@@ -211,8 +218,18 @@ impl Array {
         // Where the device fuses reductions into row kernels (the GPU), all of this is one
         // kernel: the max, the sum and the division each a pass over the row, `e`
         // recomputed rather than stored.
-        let s = e.reduce_with(ReduceOp::Sum, &p)?;
-        e.div(&s)
+        let s = e.to_accumulator()?.reduce_with(ReduceOp::Sum, &p)?;
+        e.div(&s)?.astype(x.dtype())
+    }
+
+    /// This array in the dtype its sums accumulate in: f16 and bf16 as `F32`, any other
+    /// dtype as it is. A 16-bit sum of `exp(x - max)` values (each at most 1) overflows
+    /// f16 past 65504 terms: softmax over 100k equal logits gave 0 everywhere.
+    pub(crate) fn to_accumulator(&self) -> Result<Array> {
+        match self.dtype() {
+            DType::F16 | DType::BF16 => self.astype(DType::F32),
+            DType::F32 | DType::F64 | DType::Bool | DType::U32 | DType::I32 | DType::I64 => Ok(self.clone()),
+        }
     }
 
     fn arg_reduce(&self, name: &'static str, op: ArgReduceOp, axis: isize, keepdims: bool) -> Result<Array> {

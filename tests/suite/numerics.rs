@@ -124,6 +124,36 @@ fn half_mean_and_var_do_not_overflow() {
     }
 }
 
+/// Half-precision softmax, logsumexp and log_softmax sum their exponentials in f32: over
+/// 100k equal logits a 16-bit sum overflowed (softmax 0, logsumexp inf).
+#[test]
+fn half_softmax_over_long_rows_does_not_overflow() {
+    let n = 100_000;
+    let z = lazuli::zeros(&[2, n], DType::F32).unwrap();
+    let (p, lse) = (1.0 / n as f64, (n as f64).ln());
+    for dt in [DType::F16, DType::BF16] {
+        let x = z.astype(dt).unwrap();
+        for dev in devices() {
+            // The GPU has no bf16.
+            if dt == DType::BF16 && dev != lazuli::Device::cpu() {
+                continue;
+            }
+            let read = |a: lazuli::Result<Array>| a.unwrap().astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            // One rounding: 1e-5 is subnormal in f16 (spacing 6e-8), 11.5 in bf16 has 0.0625.
+            let tol = 4e-3;
+            let sm = read(on(dev, || x.softmax(&[1])));
+            assert_eq!(on(dev, || x.softmax(&[1])).unwrap().dtype(), dt);
+            assert!(sm.iter().all(|&v| ((v as f64 - p) / p).abs() < tol), "{dev} {dt}: softmax {}", sm[0]);
+            for (what, got, want) in [
+                ("logsumexp", read(on(dev, || x.logsumexp(&[1], false))), lse),
+                ("log_softmax", read(on(dev, || x.log_softmax(&[1]))), -lse),
+            ] {
+                assert!(got.iter().all(|&v| ((v as f64 - want) / want).abs() < tol), "{dev} {dt}: {what} {}", got[0]);
+            }
+        }
+    }
+}
+
 /// Integer means over strided views are exact sums divided once: large values that
 /// cancel gave -8/7 on the CPU and -6/7 on the GPU.
 #[test]
@@ -151,6 +181,39 @@ fn integer_mean_of_a_transposed_view_is_exact() {
         assert_eq!(mu, ((2.0 * u32::MAX as f64 - 1.0) / 3.0) as f32, "{dev}");
         let b = Array::from_slice(&[true, false, true, true], &[4]).unwrap();
         assert_eq!(on(dev, || b.mean(&[], false)).unwrap().item::<f32>().unwrap(), 0.75, "{dev}");
+    }
+}
+
+/// Integer means whose halves' sums pass 2^24 and then cancel: the low half was rounded
+/// on its own and its error outlived the cancellation (a mean of 0 for 1/1201).
+#[test]
+fn integer_mean_keeps_small_results_of_large_cancelling_sums() {
+    let mut v = vec![65535i32; 600];
+    v.extend(vec![-65535i32; 600]);
+    v.push(1);
+    // Rows of 2000 values near ±2^31 that cancel to a small sum per row, read by columns too.
+    let rows: Vec<i64> = (0..6i64)
+        .flat_map(|r| {
+            (0..2000i64).map(move |c| if c % 2 == 0 { 2_147_480_000 - c * 3 - r } else { -2_147_480_000 + (c - 1) * 3 })
+        })
+        .collect();
+    let want_rows: Vec<f32> = rows.chunks(2000).map(|w| (w.iter().sum::<i64>() as f64 / 2000.0) as f32).collect();
+    let a = Array::from_slice(&v, &[v.len()]).unwrap();
+    let m = Array::from_slice(&rows.iter().map(|&x| x as i32).collect::<Vec<_>>(), &[6, 2000]).unwrap();
+    let m64 = Array::from_slice(&rows, &[6, 2000]).unwrap();
+    for dev in devices() {
+        let got = on(dev, || a.mean(&[], false)).unwrap().item::<f32>().unwrap();
+        assert_eq!(got, (1.0f64 / 1201.0) as f32, "{dev}");
+        for (name, x) in [("i32", &m), ("i64", &m64)] {
+            // The GPU has no i64.
+            if name == "i64" && dev != lazuli::Device::cpu() {
+                continue;
+            }
+            let got = on(dev, || x.mean(&[1], false)).unwrap().to_vec::<f32>().unwrap();
+            common::assert_close(&format!("{dev} {name} row means"), &got, &want_rows, 2e-7, 0.0);
+            let got = on(dev, || x.transpose(&[1, 0])?.mean(&[0], false)).unwrap().to_vec::<f32>().unwrap();
+            common::assert_close(&format!("{dev} {name} transposed"), &got, &want_rows, 2e-7, 0.0);
+        }
     }
 }
 

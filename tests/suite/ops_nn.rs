@@ -269,6 +269,9 @@ fn one_hot_i64_and_errors() -> R {
     assert!(matches!(one_hot(&f, 2, DType::F32), Err(Error::DType { dtype: DType::F32, .. })));
     let b = Array::from_slice(&[true, false], &[2])?;
     assert!(matches!(one_hot(&b, 2, DType::F32), Err(Error::DType { dtype: DType::Bool, .. })));
+    // Too many classes: a size error under this op's name.
+    let e = one_hot(&i, usize::MAX, DType::F32).unwrap_err();
+    assert!(matches!(&e, Error::Shape { op: "one_hot", .. }), "{e}");
     Ok(())
 }
 
