@@ -880,3 +880,62 @@ fn cpu_broadcast_reads_match_unfused() {
     assert_eq!(regions, 1);
     assert!(plain.iter().zip(&fused).all(|(p, f)| p.to_bits() == f.to_bits()));
 }
+
+/// Fused kernels keep IEEE arithmetic across steps: the shader compiler may not fold
+/// `(y + b) - b` to `y` or `q - q` to 0 (lavapipe did, under WGSL's finite-math licence:
+/// 1 for 0, 0 for NaN), nor `x == x` to true. Every result is checked against f32
+/// arithmetic done here, with the regions fused (at least one region each, also with a
+/// trailing sum); four-lane and one-lane kernels both run (lengths 8 and 5).
+#[test]
+fn fused_kernels_keep_nan_inf_and_rounding() {
+    let vals = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, 2.0, -1.5, 1e30, -0.0];
+    let big = [1e8f32, 3e38, 1e8, 1e8, 3e38, -1e8, 1e8, 1e8];
+    for n in [5usize, 8] {
+        let x = Array::from_slice(&vals[..n], &[n]).unwrap();
+        let b = Array::from_slice(&big[..n], &[n]).unwrap();
+        let ones = Array::from_slice(&vec![1.0f32; n], &[n]).unwrap();
+        let cases: Vec<(&str, Box<dyn Fn() -> lazuli::Result<Array>>, Vec<f32>)> = vec![
+            ("(1 + b) - b", Box::new(|| ones.add(&b)?.sub(&b)), big[..n].iter().map(|&b| (1.0f32 + b) - b).collect()),
+            (
+                "(3x - 3) - 3x",
+                Box::new(|| {
+                    let a = x.mul(3.0)?;
+                    a.sub(3.0)?.sub(&a)
+                }),
+                vals[..n].iter().map(|&v| (v * 3.0 - 3.0) - v * 3.0).collect(),
+            ),
+            (
+                "x/x - x/x",
+                Box::new(|| {
+                    let q = x.div(&x)?;
+                    q.sub(&q)
+                }),
+                vals[..n].iter().map(|&v| v / v - v / v).collect(),
+            ),
+            (
+                "where(2x == 2x, 1, 0)",
+                Box::new(|| {
+                    let a = x.mul(2.0)?;
+                    lazuli::where_(&a.eq(&a)?, 1.0, 0.0)
+                }),
+                vals[..n].iter().map(|&v| if v * 2.0 == v * 2.0 { 1.0 } else { 0.0 }).collect(),
+            ),
+        ];
+        for dev in devices() {
+            for (what, f, want) in &cases {
+                let y = on(dev, || f()).unwrap();
+                assert!(!fusion::programs(&[&y]).is_empty(), "{dev} {what}: not fused");
+                let got = y.to_vec::<f32>().unwrap();
+                for (g, w) in got.iter().zip(want) {
+                    assert!(
+                        g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                        "{dev} n={n} {what}: {got:?} vs {want:?}"
+                    );
+                }
+                let s = on(dev, || f()?.sum(&[], false)).unwrap().item::<f32>().unwrap();
+                let ws: f32 = want.iter().sum();
+                assert!(s == ws || (s.is_nan() && ws.is_nan()), "{dev} n={n} sum of {what}: {s} vs {ws}");
+            }
+        }
+    }
+}

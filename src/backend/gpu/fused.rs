@@ -151,6 +151,17 @@ fn wgsl_type(d: DType) -> Result<&'static str> {
     }
 }
 
+/// Every f32 step's value passes through `keep` (and an operand a step reads twice,
+/// through it once more): an xor with `P.zero`, which is 0 but unknown to the shader
+/// compiler, so it cannot rewrite arithmetic across steps. Under WGSL's finite-math
+/// licence lavapipe folded `(y + b) - b` to `y` and `q - q` to 0 in fused kernels, giving
+/// 1 where IEEE arithmetic (and the unfused kernels) give 0, and 0 where they give NaN.
+/// It also keeps the compiler from contracting a multiply and an add of two steps into
+/// one rounding, so fused results are the unfused ones.
+const KEEP: &str = "fn keep(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ P.zero); }
+fn keep4(x: vec4<f32>) -> vec4<f32> { return bitcast<vec4<f32>>(bitcast<vec4<u32>>(x) ^ vec4<u32>(P.zero)); }
+";
+
 /// The WGSL text of the program's kernel, entry point `main`: the f32 library, then
 /// [`kernel`]. Public to the crate's tests through [`crate::backend::gpu::fused_source`].
 pub(crate) fn source(p: &Program) -> Result<String> {
@@ -170,6 +181,7 @@ fn kernel(p: &Program, vectors: u32) -> Result<String> {
     let params = if p.reduces() { "FusedReduceParams" } else { "FusedParams" };
     let mut s = String::with_capacity(2048);
     let _ = writeln!(s, "\n// ---- generated fused kernel ----\n@group(0) @binding(0) var<storage, read> P: {params};");
+    s.push_str(KEEP);
     // Four elements a thread (or a row's thread per step) where the layout allows: one
     // element a thread held the 5-op chain and gelu to 0.47 ms per 64M elements on an H200
     // whatever bytes they moved (BENCHMARKS.md, session 7).
@@ -656,8 +668,16 @@ fn steps(
                 DType::Bool => each(&|c| format!("unary_pred_t({}, {})", op.wgsl_name(), xl(a, c))),
                 _ => each(&|c| format!("unary_t({}, {})", op.wgsl_name(), xl(a, c))),
             },
+            // `x == x` must stay false for a NaN x: as below.
+            Step::Binary(op, a, b) if op.is_comparison() && a == b => {
+                each(&|c| format!("compare_t({}, {}, keep({}))", op.wgsl_name(), xl(a, c), xl(b, c)))
+            }
             Step::Binary(op, a, b) if op.is_comparison() => {
                 each(&|c| format!("compare_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c)))
+            }
+            // `x - x` must stay NaN for an infinite x: the second read goes through `keep`.
+            Step::Binary(op, a, b) if a == b => {
+                each(&|c| format!("binary_t({}, {}, keep({}))", op.wgsl_name(), xl(a, c), xl(b, c)))
             }
             Step::Binary(op, a, b) => each(&|c| format!("binary_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c))),
             Step::Select(c, a, b) if lanes => format!("select({}, {}, {} != vec4<u32>(0u))", x(b)?, x(a)?, x(c)?),
@@ -672,6 +692,15 @@ fn steps(
             }
         };
         let vty = if lanes { format!("vec4<{ty}>") } else { ty.to_string() };
+        // Inputs and constants are loads the compiler cannot see through already.
+        let computed = !matches!(step, Step::Input(_) | Step::Const(_));
+        let expr = match dtype {
+            DType::F32 if computed => format!("{}({expr})", if lanes { "keep4" } else { "keep" }),
+            DType::F32 | DType::Bool => expr,
+            DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64 => {
+                return Err(Error::Internal(format!("a fused {dtype} step")));
+            }
+        };
         let _ = writeln!(s, "{indent}let v{v}: {vty} = {expr};");
     }
     Ok(())

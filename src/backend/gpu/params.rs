@@ -98,6 +98,8 @@ params! {
         /// literal 0.0 divisor may fold `x / 0.0` under WGSL's no-NaN licence (lavapipe gave
         /// 1.0 for 0/0), and one kernel then serves every value of the constants.
         consts: [u32; MAX_FUSED_CONSTS],
+        /// Always 0, read at run time: the generated kernels' `keep` barrier (`fused.rs`).
+        zero: u32,
     }
 
     /// Generated row kernels (`fused.rs`: programs that reduce): one workgroup per row
@@ -127,6 +129,8 @@ params! {
         orstrides: [i32; MAX_RANK],
         /// Folded constants, as in `FusedParams`.
         consts: [u32; MAX_FUSED_CONSTS],
+        /// Always 0, as in `FusedParams`.
+        zero: u32,
     }
 
     /// `elementwise.wgsl`: unary, binary, select, astype (the unary kernels read only `n`).
