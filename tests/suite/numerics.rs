@@ -154,6 +154,25 @@ fn half_softmax_over_long_rows_does_not_overflow() {
     }
 }
 
+/// A running product after a 0 stays 0 on every device, also where the product of the
+/// later elements alone overflows: the GPU's parallel row scan gave 0 * inf = NaN there.
+#[test]
+fn cumprod_after_a_zero_stays_zero() {
+    for n in [64usize, 256, 1025, 4097] {
+        let mut v = vec![1e20f32; n];
+        v[0] = 0.0;
+        let x = Array::from_slice(&v, &[1, n]).unwrap();
+        for dev in devices() {
+            for reverse in [false, true] {
+                let y = on(dev, || if reverse { x.flip(&[1])?.cumprod(1, true) } else { x.cumprod(1, false) }).unwrap();
+                let got = y.to_vec::<f32>().unwrap();
+                let pos = if reverse { 0 } else { n - 1 };
+                assert!(got.iter().all(|&g| g == 0.0), "{dev} n={n} reverse={reverse}: {}", got[pos]);
+            }
+        }
+    }
+}
+
 /// Integer means over strided views are exact sums divided once: large values that
 /// cancel gave -8/7 on the CPU and -6/7 on the GPU.
 #[test]

@@ -193,7 +193,16 @@ pub(crate) fn scan(
     let out = alloc(s, x.dtype, numel(shape))?;
     let n_lines = outer * inner;
     let w = ReduceParams { reverse: reverse as u32, ..lines("scan", n_lines, len, inner)? };
-    if inner == 1 && len >= WG_ROW_MIN {
+    // A running product runs each row in order on one thread. The parallel form combines
+    // the product of earlier chunks with a later chunk's own, and where that one
+    // overflowed after a 0 it gave 0 * inf = NaN where the row's running product is 0
+    // (the differential tests against NumPy, session 22). Sums and extrema combine in any
+    // order (sums within rounding).
+    let parallel = match op {
+        ScanOp::Sum | ScanOp::Max | ScanOp::Min => true,
+        ScanOp::Prod => false,
+    };
+    if parallel && inner == 1 && len >= WG_ROW_MIN {
         // Long contiguous rows: a workgroup each, parallel along the row.
         let p = pipeline(ctx, Kernel::Reduce, x.dtype, "scan_rows", &[("ROP", code)])?;
         dispatch(s, &p, &w, &[(1, x), (3, &out)], grid(ctx, n_lines * 256)?)?;
