@@ -881,6 +881,9 @@ fn cpu_broadcast_reads_match_unfused() {
     assert!(plain.iter().zip(&fused).all(|(p, f)| p.to_bits() == f.to_bits()));
 }
 
+/// A named chain and its expected values.
+type Case<'a> = (&'static str, Box<dyn Fn() -> lazuli::Result<Array> + 'a>, Vec<f32>);
+
 /// Fused kernels keep IEEE arithmetic across steps: the shader compiler may not fold
 /// `(y + b) - b` to `y` or `q - q` to 0 (lavapipe did, under WGSL's finite-math licence:
 /// 1 for 0, 0 for NaN), nor `x == x` to true. Every result is checked against f32
@@ -894,7 +897,7 @@ fn fused_kernels_keep_nan_inf_and_rounding() {
         let x = Array::from_slice(&vals[..n], &[n]).unwrap();
         let b = Array::from_slice(&big[..n], &[n]).unwrap();
         let ones = Array::from_slice(&vec![1.0f32; n], &[n]).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn() -> lazuli::Result<Array>>, Vec<f32>)> = vec![
+        let cases: Vec<Case> = vec![
             ("(1 + b) - b", Box::new(|| ones.add(&b)?.sub(&b)), big[..n].iter().map(|&b| (1.0f32 + b) - b).collect()),
             (
                 "(3x - 3) - 3x",
@@ -923,7 +926,7 @@ fn fused_kernels_keep_nan_inf_and_rounding() {
         ];
         for dev in devices() {
             for (what, f, want) in &cases {
-                let y = on(dev, || f()).unwrap();
+                let y = on(dev, f).unwrap();
                 assert!(!fusion::programs(&[&y]).is_empty(), "{dev} {what}: not fused");
                 let got = y.to_vec::<f32>().unwrap();
                 for (g, w) in got.iter().zip(want) {
