@@ -157,7 +157,7 @@ fn wgsl_type(d: DType) -> Result<&'static str> {
 /// licence lavapipe folded `(y + b) - b` to `y` and `q - q` to 0 in fused kernels, giving
 /// 1 where IEEE arithmetic (and the unfused kernels) give 0, and 0 where they give NaN.
 /// It also keeps the compiler from contracting a multiply and an add of two steps into
-/// one rounding, so fused results are the unfused ones.
+/// one rounding (one step's own arithmetic may still be contracted, as unfused).
 const KEEP: &str = "fn keep(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ P.zero); }
 fn keep4(x: vec4<f32>) -> vec4<f32> { return bitcast<vec4<f32>>(bitcast<vec4<u32>>(x) ^ vec4<u32>(P.zero)); }
 ";
