@@ -1,6 +1,9 @@
 //! Matmul: floats through the `gemm` crate (blocked, SIMD, threaded), integers by a
 //! plain loop in wrapping i64.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 
 use super::storage::{CpuData, CpuElem};
@@ -66,74 +69,182 @@ fn grid(tiles: usize, m: usize, n: usize) -> (usize, usize) {
         .unwrap_or((1, 1))
 }
 
-/// A raw pointer the tiles of one product share; each writes only its own block.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: the blocks of `gemm_into` are disjoint, and the product waits for all of them.
-unsafe impl<T: Send> Send for Shared<T> {}
-unsafe impl<T: Send> Sync for Shared<T> {}
-impl<T> Shared<T> {
-    fn at(self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
-}
-
-/// Blocks of C per thread in a threaded product: more blocks than threads let rayon's
-/// work stealing even out the threads. On a 16-core host four a thread gave 1475-1555
-/// GFLOP/s at 2048³ where one gave 967-1092, and more from 512³ to 4096³; on the 2-core
-/// machine the two are within noise (BENCHMARKS.md, session 20). Why one a thread lags
-/// there (a slow thread, or blocks too large for the caches) was not profiled.
+/// Blocks of C per thread in a threaded product: more blocks than threads even out the
+/// threads (a block is claimed by whichever thread is free). On a 16-core host four a
+/// thread gave 1475-1555 GFLOP/s at 2048³ where one gave 967-1092, and more from 512³ to
+/// 4096³; on the 2-core machine the two are within noise (BENCHMARKS.md, session 20).
 const TILES_PER_THREAD: usize = 4;
+
+/// Products below this many multiply-adds (m·n·k) run on the calling thread alone.
+const MIN_THREADED: usize = 1 << 20;
+
+/// The least multiply-adds in one block of a threaded product: a block is one gemm call,
+/// which packs its rows of A and columns of B (session 22, BENCHMARKS.md).
+const MIN_BLOCK: usize = 1 << 18;
+
+/// Blocks for a product of `work` multiply-adds on `threads` threads (1: unthreaded).
+fn blocks(work: usize, threads: usize) -> usize {
+    if threads < 2 || work < MIN_THREADED {
+        return 1;
+    }
+    (work / MIN_BLOCK).clamp(1, threads * TILES_PER_THREAD)
+}
 
 /// C = A @ B for row-major C (m x n); A (m x k) and B (k x n) row-major, or stored
 /// transposed when `ta` / `tb` (gemm takes any strides, so nothing is copied).
 ///
-/// Threaded as a grid of `tiles` blocks of C ([`TILES_PER_THREAD`] a thread), each one
-/// single-threaded gemm call on its own rayon task. gemm's own threading
-/// (`Parallelism::Rayon`) scaled worse on a 16-core host: 743-787 against 921-1067
-/// GFLOP/s at 1024³, 859-1011 against 887-1067 at 2048³, with one block a thread
-/// (BENCHMARKS.md, session 20); on the 2-core machine the two are within noise. The
-/// blocks' sizes follow the thread count and gemm's blocking of k follows theirs, so the
-/// last bits of a product can differ between machines with different core counts.
+/// With `tiles` > 1, C is cut into a grid of that many blocks, each one single-threaded
+/// gemm call, claimed one at a time by the calling thread and by up to `helpers` threads
+/// of rayon's pool ([`Claims`]). gemm's own threading (`Parallelism::Rayon`) scaled worse
+/// on a 16-core host: 743-787 against 921-1067 GFLOP/s at 1024³ (BENCHMARKS.md, session
+/// 20). The blocks' sizes follow the thread count and gemm's blocking of k follows
+/// theirs, so the last bits of a product can differ between machines with different core
+/// counts; which thread computes a block does not change it.
 fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One>(
     c: &mut [T],
     a: &[T],
     b: &[T],
     (m, k, n): (usize, usize, usize),
     (ta, tb): (bool, bool),
-    tiles: usize,
+    (tiles, helpers): (usize, usize),
 ) {
-    let (gr, gc) = grid(tiles, m, n);
-    let ((a_cs, a_rs), (b_cs, b_rs)) = (strides(m, k, ta), strides(k, n, tb));
-    if gr * gc == 1 {
+    let (a_strides, b_strides) = (strides(m, k, ta), strides(k, n, tb));
+    if tiles <= 1 {
         // SAFETY: C, A and B hold m*n, m*k and k*n elements (checked by the caller), and
         // the strides describe row-major (or transposed row-major) layouts within them.
-        unsafe { gemm_block(c.as_mut_ptr(), n, a.as_ptr(), (a_cs, a_rs), b.as_ptr(), (b_cs, b_rs), (m, k, n)) };
+        unsafe { gemm_block(c.as_mut_ptr(), n, a.as_ptr(), a_strides, b.as_ptr(), b_strides, (m, k, n)) };
         return;
     }
-    let dst = Shared(c.as_mut_ptr());
-    (0..gr * gc).into_par_iter().for_each(|t| {
-        let (bi, bj) = (t / gc, t % gc);
-        let (i0, i1) = (m * bi / gr, m * (bi + 1) / gr);
-        let (j0, j1) = (n * bj / gc, n * (bj + 1) / gc);
-        if i0 == i1 || j0 == j1 {
-            return;
-        }
-        // SAFETY: block (i0..i1, j0..j1) of the m x n row-major C, rows i0..i1 of A and
-        // columns j0..j1 of B lie within the slices (m*n, m*k, k*n elements, checked by
-        // the caller); the blocks are disjoint, so no two tasks write one element.
-        unsafe {
-            gemm_block(
-                dst.at(i0 * n + j0),
-                n,
-                a.as_ptr().wrapping_offset(i0 as isize * a_rs),
-                (a_cs, a_rs),
-                b.as_ptr().wrapping_offset(j0 as isize * b_cs),
-                (b_cs, b_rs),
-                (i1 - i0, k, j1 - j0),
-            )
-        }
+    let claims = Arc::new(Claims {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        unstarted: AtomicUsize::new(helpers.saturating_sub(1)),
+        c: Shared(c.as_mut_ptr()),
+        a: a.as_ptr(),
+        b: b.as_ptr(),
+        a_strides,
+        b_strides,
+        dims: (m, k, n),
+        grid: grid(tiles, m, n),
     });
+    // A panic in gemm here must not unwind while helpers may still write into C (rayon
+    // aborts on a panic inside a helper, likewise).
+    let _abort = AbortOnUnwind;
+    if helpers > 0 && claims.blocks() > 1 {
+        let first = Arc::clone(&claims);
+        rayon::spawn(move || first.help());
+    }
+    claims.work();
+    // The blocks other threads claimed are in progress: wait for them here (each is at
+    // most one block's work) rather than sleep and pay a wake-up.
+    let mut spins = 0u32;
+    while claims.done.load(Ordering::Acquire) < claims.blocks() {
+        if spins < 1 << 10 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Aborts the process if dropped while its thread unwinds.
+struct AbortOnUnwind;
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::process::abort();
+        }
+    }
+}
+
+/// A raw pointer the blocks of one product share; each writes only its own block.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+impl<T> Shared<T> {
+    fn at(self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
+/// One threaded product's blocks, claimed one at a time (`next`) by the calling thread
+/// and by helpers on rayon's pool. The caller computes from the start instead of
+/// sleeping until a woken worker has split the work (a parallel loop on rayon's pool
+/// costs 14-60 us to start on 16 threads, a 128³ product 25 us: BENCHMARKS.md, session
+/// 22), and a helper that wakes late finds the blocks gone and leaves. The pointers are
+/// read only for a claimed block, and the caller returns only once every block is done,
+/// so a helper that runs after the product returned touches nothing but the counters
+/// this `Arc` keeps.
+struct Claims<T> {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    /// Helpers still to be started (each started one starts up to two more).
+    unstarted: AtomicUsize,
+    c: Shared<T>,
+    a: *const T,
+    b: *const T,
+    a_strides: (isize, isize),
+    b_strides: (isize, isize),
+    dims: (usize, usize, usize),
+    grid: (usize, usize),
+}
+// SAFETY: the pointers are dereferenced only for claimed blocks, each by the one thread
+// that claimed it, while the product's caller waits for all of them (see `Claims`).
+unsafe impl<T: Send> Send for Claims<T> {}
+unsafe impl<T: Send> Sync for Claims<T> {}
+
+impl<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One> Claims<T> {
+    fn blocks(&self) -> usize {
+        self.grid.0 * self.grid.1
+    }
+
+    /// Computes blocks until none is left to claim.
+    fn work(&self) {
+        let ((m, k, n), (gr, gc)) = (self.dims, self.grid);
+        loop {
+            let t = self.next.fetch_add(1, Ordering::Relaxed);
+            if t >= self.blocks() {
+                return;
+            }
+            let (bi, bj) = (t / gc, t % gc);
+            let (i0, i1) = (m * bi / gr, m * (bi + 1) / gr);
+            let (j0, j1) = (n * bj / gc, n * (bj + 1) / gc);
+            if i0 < i1 && j0 < j1 {
+                // SAFETY: block (i0..i1, j0..j1) of the m x n row-major C, rows i0..i1 of
+                // A and columns j0..j1 of B lie within the caller's slices (m*n, m*k,
+                // k*n elements, checked by the caller), which outlive every claimed block
+                // (the caller waits for `done`); blocks are disjoint and each is claimed
+                // once, so no two threads write one element.
+                unsafe {
+                    gemm_block(
+                        self.c.at(i0 * n + j0),
+                        n,
+                        self.a.wrapping_offset(i0 as isize * self.a_strides.1),
+                        self.a_strides,
+                        self.b.wrapping_offset(j0 as isize * self.b_strides.0),
+                        self.b_strides,
+                        (i1 - i0, k, j1 - j0),
+                    )
+                }
+            }
+            // Release: the caller's acquire load of `done` sees this block's writes.
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// A helper's job: start up to two more helpers while blocks remain (a tree, so the
+    /// caller wakes one thread and the pool wakes the rest), then claim blocks.
+    fn help(self: Arc<Self>) {
+        for _ in 0..2 {
+            if self.next.load(Ordering::Relaxed) < self.blocks()
+                && self.unstarted.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| u.checked_sub(1)).is_ok()
+            {
+                let next = Arc::clone(&self);
+                rayon::spawn(move || next.help());
+            }
+        }
+        self.work();
+    }
 }
 
 fn matmul_float<T>(a: &[T], b: &[T], p: &MatmulPlan) -> Vec<T>
@@ -150,20 +261,18 @@ where
         return c;
     }
     let (threads, trans) = (rayon::current_num_threads(), (p.trans_a, p.trans_b));
-    let per_batch_flops = m * n * k;
-    let run = |&(oa, ob): &(usize, usize), cm: &mut [T], t: usize| {
-        gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), trans, t);
+    let per_batch = m * n * k;
+    let run = |&(oa, ob): &(usize, usize), cm: &mut [T], split: (usize, usize)| {
+        gemm_into(cm, &a[oa..oa + m * k], &b[ob..ob + k * n], (m, k, n), trans, split);
     };
-    if offs.len() > 1 && per_batch_flops < (1 << 18) {
+    if offs.len() > 1 && per_batch < (1 << 18) {
         // Many small matrices: one thread per batch.
-        c.par_chunks_mut(m * n).zip(offs.par_iter()).for_each(|(cm, x)| run(x, cm, 1));
+        c.par_chunks_mut(m * n).zip(offs.par_iter()).for_each(|(cm, x)| run(x, cm, (1, 0)));
     } else {
-        // Waking a second thread costs more than it saves below ~160³ (measured on the
-        // 2-core CI machine: 128³ ran at ~165 GFLOP/s on one thread, ~110 on two; 256³ at
-        // ~175 on one, 205–285 on two).
-        let t = if per_batch_flops >= (1 << 22) && threads > 1 { threads * TILES_PER_THREAD } else { 1 };
+        let tiles = blocks(per_batch, threads);
+        let helpers = (threads - 1).min(tiles - 1);
         for (cm, x) in c.chunks_mut(m * n).zip(offs.iter()) {
-            run(x, cm, t);
+            run(x, cm, (tiles, helpers));
         }
     }
     c
@@ -218,6 +327,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn blocks_follow_work_and_threads() {
+        assert_eq!(blocks(1 << 30, 1), 1, "one thread");
+        assert_eq!(blocks(96 * 96 * 96, 16), 1, "below MIN_THREADED");
+        assert_eq!(blocks(128 * 128 * 128, 16), 8, "2^21 in blocks of 2^18");
+        assert_eq!(blocks(128 * 128 * 128, 2), 8);
+        assert_eq!(blocks(256 * 256 * 256, 16), 64, "capped at four a thread");
+        assert_eq!(blocks(1 << 30, 2), 8);
+    }
+
+    /// Many products in a row, each with more helpers than blocks: helpers that start
+    /// after their product returned find nothing to claim and touch nothing else, and
+    /// every product is whole.
+    #[test]
+    fn late_helpers_leave_finished_products_alone() {
+        let (m, k, n) = (24, 16, 20);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let mut want = vec![0f32; m * n];
+        gemm_into(&mut want, &a, &b, (m, k, n), (false, false), (1, 0));
+        for round in 0..300 {
+            let mut c = vec![f32::NAN; m * n];
+            gemm_into(&mut c, &a, &b, (m, k, n), (false, false), (6, 8));
+            assert_eq!(c, want, "round {round}");
+        }
+    }
+
+    #[test]
     fn grids_keep_blocks_square() {
         assert_eq!(grid(16, 2048, 2048), (4, 4));
         assert_eq!(grid(2, 1024, 1024), (1, 2));
@@ -242,16 +378,19 @@ mod tests {
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
             let at = |i: usize, q: usize| if ta { a[q * m + i] } else { a[i * k + q] } as f64;
             let bt = |q: usize, j: usize| if tb { b[j * k + q] } else { b[q * n + j] } as f64;
-            let mut c = vec![f32::NAN; m * n];
-            gemm_into(&mut c, &a, &b, (m, k, n), (ta, tb), tiles);
-            for i in 0..m {
-                for j in 0..n {
-                    let want: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
-                    let got = c[i * n + j] as f64;
-                    assert!(
-                        (got - want).abs() <= 1e-5 * want.abs().max(1.0),
-                        "{m}x{k}x{n} ({ta}, {tb}) [{i}, {j}]: {got} vs {want}"
-                    );
+            // The caller alone, and with helpers from the pool (more than blocks, too).
+            for helpers in [0, 3, 20] {
+                let mut c = vec![f32::NAN; m * n];
+                gemm_into(&mut c, &a, &b, (m, k, n), (ta, tb), (tiles, helpers));
+                for i in 0..m {
+                    for j in 0..n {
+                        let want: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
+                        let got = c[i * n + j] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                            "{m}x{k}x{n} ({ta}, {tb}) {helpers} helpers [{i}, {j}]: {got} vs {want}"
+                        );
+                    }
                 }
             }
         }
