@@ -2,7 +2,7 @@
 //! plain loop in wrapping i64.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -118,6 +118,7 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
     let claims = Arc::new(Claims {
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
         unstarted: AtomicUsize::new(helpers.saturating_sub(1)),
         c: Shared(c.as_mut_ptr()),
         a: a.as_ptr(),
@@ -127,9 +128,6 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
         dims: (m, k, n),
         grid: grid(tiles, m, n),
     });
-    // A panic in gemm here must not unwind while helpers may still write into C (rayon
-    // aborts on a panic inside a helper, likewise).
-    let _abort = AbortOnUnwind;
     if helpers > 0 && claims.blocks() > 1 {
         let first = Arc::clone(&claims);
         rayon::spawn(move || first.help());
@@ -146,15 +144,10 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
             std::thread::yield_now();
         }
     }
-}
-
-/// Aborts the process if dropped while its thread unwinds.
-struct AbortOnUnwind;
-impl Drop for AbortOnUnwind {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            std::process::abort();
-        }
+    // Raised only now that no block is in progress, so eval's catch turns it into an error
+    // with C no longer written by anyone.
+    if claims.panicked.load(Ordering::Relaxed) {
+        panic!("matmul: gemm panicked in a block of a threaded {m}x{k}x{n} product");
     }
 }
 
@@ -177,7 +170,10 @@ impl<T> Shared<T> {
 /// this `Arc` keeps.
 struct Claims<T> {
     next: AtomicUsize,
+    /// Blocks finished (or abandoned to a panic): the caller waits for all of them.
     done: AtomicUsize,
+    /// A block's gemm call panicked (caught, so the block still counts as done).
+    panicked: AtomicBool,
     /// Helpers still to be started (each started one starts up to two more).
     unstarted: AtomicUsize,
     c: Shared<T>,
@@ -190,8 +186,8 @@ struct Claims<T> {
 }
 // SAFETY: the pointers are dereferenced only for claimed blocks, each by the one thread
 // that claimed it, while the product's caller waits for all of them (see `Claims`).
-unsafe impl<T: Send> Send for Claims<T> {}
-unsafe impl<T: Send> Sync for Claims<T> {}
+unsafe impl<T: Send + Sync> Send for Claims<T> {}
+unsafe impl<T: Send + Sync> Sync for Claims<T> {}
 
 impl<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One> Claims<T> {
     fn blocks(&self) -> usize {
@@ -215,7 +211,7 @@ impl<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One> Claim
                 // k*n elements, checked by the caller), which outlive every claimed block
                 // (the caller waits for `done`); blocks are disjoint and each is claimed
                 // once, so no two threads write one element.
-                unsafe {
+                let block = || unsafe {
                     gemm_block(
                         self.c.at(i0 * n + j0),
                         n,
@@ -225,6 +221,12 @@ impl<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One> Claim
                         self.b_strides,
                         (i1 - i0, k, j1 - j0),
                     )
+                };
+                // Caught so the block still counts as done: the caller must not return
+                // (and free C) before every claimed block has stopped, and a panic on a
+                // helper would otherwise abort the process (rayon's default).
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(block)).is_err() {
+                    self.panicked.store(true, Ordering::Relaxed);
                 }
             }
             // Release: the caller's acquire load of `done` sees this block's writes.
@@ -351,6 +353,31 @@ mod tests {
             gemm_into(&mut c, &a, &b, (m, k, n), (false, false), (6, 8));
             assert_eq!(c, want, "round {round}");
         }
+    }
+
+    /// Products large enough that helpers compute blocks while the caller does, from a
+    /// plain thread, from inside a one-thread pool (its only worker is the caller) and
+    /// from inside a parallel loop on the global pool.
+    #[test]
+    fn helpers_compute_beside_callers_on_and_off_the_pool() {
+        let (m, k, n) = (160, 96, 144);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
+        let mut want = vec![0f32; m * n];
+        gemm_into(&mut want, &a, &b, (m, k, n), (false, false), (8, 0));
+        let product = |helpers: usize| {
+            let mut c = vec![f32::NAN; m * n];
+            gemm_into(&mut c, &a, &b, (m, k, n), (false, false), (8, helpers));
+            c
+        };
+        for _ in 0..20 {
+            assert_eq!(product(1), want);
+            assert_eq!(product(7), want);
+        }
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        assert_eq!(one.install(|| product(3)), want);
+        let all: Vec<Vec<f32>> = (0..4).into_par_iter().map(|_| product(2)).collect();
+        assert!(all.iter().all(|c| *c == want));
     }
 
     #[test]
