@@ -137,9 +137,8 @@ impl Array {
             DType::Bool | DType::U32 | DType::I32 | DType::I64 if p.count <= EXACT_INT_MEAN => {
                 self.exact_int_sum(&p)?
             }
-            DType::F16 | DType::BF16 => self.to_accumulator()?.reduce_with(ReduceOp::Sum, &p)?,
-            DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F32 | DType::F64 => {
-                self.to_float()?.reduce_with(ReduceOp::Sum, &p)?
+            DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+                self.to_float()?.to_accumulator()?.reduce_with(ReduceOp::Sum, &p)?
             }
         };
         sum.div(p.count as f64)?.astype(out_dtype)
@@ -173,10 +172,7 @@ impl Array {
         if p.count == 0 {
             return crate::stream::following([self.stream()], || full(&p.out, f64::NAN, out_dtype));
         }
-        let x = match self.dtype() {
-            DType::F16 | DType::BF16 => self.astype(DType::F32)?,
-            DType::Bool | DType::U32 | DType::I32 | DType::I64 | DType::F32 | DType::F64 => self.to_float()?,
-        };
+        let x = self.to_float()?.to_accumulator()?;
         // Integers take their exact mean (already F32); floats the mean of `x`.
         let mean = if self.dtype().is_float() { x.mean(axes, true)? } else { self.mean(axes, true)? };
         let dev = x.sub(&mean)?.square()?;

@@ -128,7 +128,7 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
         dims: (m, k, n),
         grid: grid(tiles, m, n),
     });
-    if helpers > 0 && claims.blocks() > 1 {
+    if helpers > 0 {
         let first = Arc::clone(&claims);
         rayon::spawn(move || first.help());
     }

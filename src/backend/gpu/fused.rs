@@ -668,18 +668,13 @@ fn steps(
                 DType::Bool => each(&|c| format!("unary_pred_t({}, {})", op.wgsl_name(), xl(a, c))),
                 _ => each(&|c| format!("unary_t({}, {})", op.wgsl_name(), xl(a, c))),
             },
-            // `x == x` must stay false for a NaN x: as below.
-            Step::Binary(op, a, b) if op.is_comparison() && a == b => {
-                each(&|c| format!("compare_t({}, {}, keep({}))", op.wgsl_name(), xl(a, c), xl(b, c)))
+            Step::Binary(op, a, b) => {
+                let f = if op.is_comparison() { "compare_t" } else { "binary_t" };
+                // An operand read twice goes through `keep` the second time: `x - x` must
+                // stay NaN for an infinite x, `x == x` false for a NaN one.
+                let second = |c: &str| if a == b { format!("keep({})", xl(b, c)) } else { xl(b, c) };
+                each(&|c| format!("{f}({}, {}, {})", op.wgsl_name(), xl(a, c), second(c)))
             }
-            Step::Binary(op, a, b) if op.is_comparison() => {
-                each(&|c| format!("compare_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c)))
-            }
-            // `x - x` must stay NaN for an infinite x: the second read goes through `keep`.
-            Step::Binary(op, a, b) if a == b => {
-                each(&|c| format!("binary_t({}, {}, keep({}))", op.wgsl_name(), xl(a, c), xl(b, c)))
-            }
-            Step::Binary(op, a, b) => each(&|c| format!("binary_t({}, {}, {})", op.wgsl_name(), xl(a, c), xl(b, c))),
             Step::Select(c, a, b) if lanes => format!("select({}, {}, {} != vec4<u32>(0u))", x(b)?, x(a)?, x(c)?),
             Step::Select(c, a, b) => format!("select(v{b}, v{a}, v{c} != 0u)"),
             Step::Cast(a) => match (p.steps[a].1, dtype) {
