@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example matmul_bench -- [--device cpu|gpu] [--sizes 1024,2048,4096]
-//!     [--dtypes f32,f16] [--iters N]
+//!     [--dtypes f32,f16] [--iters N] [--single R]
 //! ```
 //! For each size and dtype: GFLOP/s (2·n³ per matmul), inputs resident on the device,
 //! after 0.5 s of warm-up, best of three rounds of at least `--iters` matmuls and ~0.2 s. Like `for _ in range(iters): c = a @ b` in NumPy or PyTorch, each
@@ -10,6 +10,12 @@
 //! recycled; on the GPU the matmuls queue up behind each other and the stream is
 //! synchronized once, before the clock stops. Then the first rows of a result are checked
 //! against the CPU (f64-accumulated reference) and the max relative error is printed.
+//!
+//! `--single R` times R products one at a time instead (each built, evaluated and, on a
+//! GPU, synchronized alone) and prints the median and the slowest tenth (the 90th
+//! percentile of time) as GFLOP/s: the figure for small products, where one product is
+//! shorter than a thread pool's wake-up and best-of-loops hides what a caller waits.
+//! `python3 scripts/numpy_matmul.py SIZES --single R` prints the same for NumPy.
 
 use std::time::Instant;
 
@@ -20,10 +26,17 @@ struct Opts {
     sizes: Vec<usize>,
     dtypes: Vec<DType>,
     iters: usize,
+    single: Option<usize>,
 }
 
 fn parse() -> Result<Opts, String> {
-    let mut o = Opts { device: Device::gpu(0), sizes: vec![256, 512, 1024, 2048], dtypes: vec![DType::F32], iters: 10 };
+    let mut o = Opts {
+        device: Device::gpu(0),
+        sizes: vec![256, 512, 1024, 2048],
+        dtypes: vec![DType::F32],
+        iters: 10,
+        single: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().ok_or(format!("{a} needs a value"))?;
@@ -34,6 +47,7 @@ fn parse() -> Result<Opts, String> {
                     v.split(',').map(|s| s.parse().map_err(|e| format!("--sizes: {e}"))).collect::<Result<_, _>>()?
             }
             "--iters" => o.iters = v.parse().map_err(|e| format!("--iters: {e}"))?,
+            "--single" => o.single = Some(v.parse().map_err(|e| format!("--single: {e}"))?),
             "--dtypes" => {
                 o.dtypes = v
                     .split(',')
@@ -69,7 +83,13 @@ fn main() -> lazuli::Result<()> {
     // Only a GPU run asks for the adapter: on the CPU that would start a driver for nothing.
     let adapter = if o.device == Device::cpu() { String::new() } else { lazuli::backend::gpu::adapter_summary()? };
     println!("device: {}  {adapter}", o.device);
-    println!("{:>6} {:>6} {:>12} {:>12} {:>10}", "dtype", "n", "ms/matmul", "GFLOP/s", "max_rel_err");
+    match o.single {
+        None => println!("{:>6} {:>6} {:>12} {:>12} {:>10}", "dtype", "n", "ms/matmul", "GFLOP/s", "max_rel_err"),
+        Some(r) => println!(
+            "{:>6} {:>6} {:>12} {:>12} {:>12} {:>10}  ({r} products timed alone)",
+            "dtype", "n", "median ms", "GFLOP/s", "p90 GFLOP/s", "max_rel_err"
+        ),
+    }
     for &dt in &o.dtypes {
         for &n in &o.sizes {
             let (ka, kb) = (lazuli::random::key(2 * n as u64)?, lazuli::random::key(2 * n as u64 + 1)?);
@@ -90,6 +110,29 @@ fn main() -> lazuli::Result<()> {
                 lazuli::synchronize(&s)?;
                 runs += 1;
             }
+            let flop = 2.0 * (n as f64).powi(3);
+            if let Some(r) = o.single {
+                let mut times = Vec::with_capacity(r);
+                for _ in 0..r.max(1) {
+                    let t = Instant::now();
+                    lazuli::with_stream(&s, || a.matmul(&b))?.eval()?;
+                    lazuli::synchronize(&s)?;
+                    times.push(t.elapsed().as_secs_f64());
+                }
+                times.sort_by(f64::total_cmp);
+                let (med, p90) = (times[times.len() / 2], times[times.len() * 9 / 10]);
+                let err = check(&a, &b, &c, n)?;
+                println!(
+                    "{:>6} {:>6} {:>12.4} {:>12.1} {:>12.1} {:>10.2e}",
+                    dt.name(),
+                    n,
+                    med * 1e3,
+                    flop / med / 1e9,
+                    flop / p90 / 1e9,
+                    err
+                );
+                continue;
+            }
             // At least `--iters` per round, and enough for ~0.2 s.
             let per = warm.elapsed().as_secs_f64() / runs as f64;
             let iters = o.iters.max((0.2 / per).ceil() as usize);
@@ -104,7 +147,7 @@ fn main() -> lazuli::Result<()> {
                 secs = secs.min(t.elapsed().as_secs_f64() / iters as f64);
             }
             let err = check(&a, &b, &c, n)?;
-            let gflops = 2.0 * (n as f64).powi(3) / secs / 1e9;
+            let gflops = flop / secs / 1e9;
             println!("{:>6} {:>6} {:>12.3} {:>12.1} {:>10.2e}", dt.name(), n, secs * 1e3, gflops, err);
         }
     }
