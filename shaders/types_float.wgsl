@@ -48,15 +48,16 @@ fn t_truthy(x: T) -> bool {
 fn erf_f32(x: f32) -> f32 {
     let a = abs(x);
     if a < 0.5 {
-        // Taylor series, 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)).
+        // Taylor series, 2/sqrt(pi) * x * sum (-1)^n x^(2n) / (n! (2n+1)): x multiplies
+        // last so that erf(-0) is -0 (summing from x gave -0 + +0 = +0).
         let x2 = x * x;
-        var term = x;
-        var sum = x;
+        var term = 1.0;
+        var sum = 1.0;
         for (var n = 1; n < 12; n++) {
             term = -term * x2 / f32(n);
             sum += term / f32(2 * n + 1);
         }
-        return sum * 1.1283791670955126;
+        return x * sum * 1.1283791670955126;
     }
     if a >= 4.0 {
         return sign(x);
@@ -72,6 +73,10 @@ fn erf_f32(x: f32) -> f32 {
 // Vulkan allows an absolute 2^-21 there (lavapipe gave expm1(-1e-30) = -6e-8). Beyond,
 // exp(x) - 1 loses at most two bits.
 fn expm1_f32(x: f32) -> f32 {
+    // ±0 as is: the series below gives -0 + +0 = +0 at -0.
+    if x == 0.0 {
+        return x;
+    }
     if abs(x) < 0.5 {
         var p = 1.0 / 39916800.0;
         p = p * x + 1.0 / 3628800.0;
@@ -403,9 +408,10 @@ fn unary_f32(op: u32, x: f32) -> f32 {
         case UNARY_ABS: { return abs(x); }
         case UNARY_SIGN: {
             // On the bits: a flushing driver compares a subnormal equal to 0, and
-            // returning x there gave the subnormal itself.
+            // returning x there gave the subnormal itself. Either zero gives +0, as NumPy.
             let b = bitcast<u32>(x);
-            if f32_is_nan(x) || (b & 0x7fffffffu) == 0u { return x; }
+            if f32_is_nan(x) { return x; }
+            if (b & 0x7fffffffu) == 0u { return 0.0; }
             return select(1.0, -1.0, (b & 0x80000000u) != 0u);
         }
         case UNARY_SQUARE: { return x * x; }

@@ -52,7 +52,8 @@ impl Array {
         self.unary_node(UnaryOp::Abs)
     }
 
-    /// -1, 0 or 1 by the sign of `x` (NaN stays NaN). Errors on bool (as NumPy).
+    /// -1, 0 or 1 by the sign of `x`: +0 at either zero, NaN stays NaN (as NumPy). Errors
+    /// on bool (as NumPy).
     pub fn sign(&self) -> Result<Array> {
         self.no_bool("sign")?;
         self.unary_node(UnaryOp::Sign)

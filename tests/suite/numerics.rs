@@ -257,3 +257,55 @@ fn scans_of_scalars_and_triangles_of_vectors() {
         assert!(on(dev, || s.triu(0)).is_err());
     }
 }
+
+/// Unary ops at -0 and +0 give NumPy's zeros, signs included (the GPU's expm1 and erf
+/// gave +0 at -0: their series summed `-0 + +0`), alone and inside a fused chain.
+#[test]
+fn unary_ops_keep_the_sign_of_zero() {
+    type Op = fn(&Array) -> lazuli::Result<Array>;
+    let (z, inf) = (-0.0f32, f32::INFINITY);
+    // NumPy 2.4: np.negative(...), np.sign, np.floor, np.expm1, ... of [-0.0, 0.0];
+    // erf as math.erf, rsqrt as torch.rsqrt, erfinv as scipy.special.erfinv.
+    let cases: [(&str, Op, [f32; 2]); 20] = [
+        ("neg", Array::neg, [0.0, z]),
+        ("abs", Array::abs, [0.0, 0.0]),
+        ("sign", Array::sign, [0.0, 0.0]),
+        ("square", Array::square, [0.0, 0.0]),
+        ("floor", Array::floor, [z, 0.0]),
+        ("ceil", Array::ceil, [z, 0.0]),
+        ("round", Array::round, [z, 0.0]),
+        ("exp", Array::exp, [1.0, 1.0]),
+        ("expm1", Array::expm1, [z, 0.0]),
+        ("log", Array::log, [-inf, -inf]),
+        ("log1p", Array::log1p, [z, 0.0]),
+        ("log2", Array::log2, [-inf, -inf]),
+        ("sqrt", Array::sqrt, [z, 0.0]),
+        ("rsqrt", Array::rsqrt, [-inf, inf]),
+        ("reciprocal", Array::reciprocal, [-inf, inf]),
+        ("sin", Array::sin, [z, 0.0]),
+        ("tan", Array::tan, [z, 0.0]),
+        ("tanh", Array::tanh, [z, 0.0]),
+        ("erf", Array::erf, [z, 0.0]),
+        ("erfinv", Array::erfinv, [z, 0.0]),
+    ];
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut wrong = Vec::new();
+    for dev in devices() {
+        for (name, op, want) in cases {
+            on(dev, || {
+                let x = Array::from_slice(&[z, 0.0], &[2])?;
+                let alone = op(&x)?.to_vec::<f32>()?;
+                // `* 1` keeps the zero's sign and makes a chain the planner fuses.
+                let fused = op(&x.mul(1.0)?)?.mul(1.0)?.to_vec::<f32>()?;
+                for (how, got) in [("alone", alone), ("fused", fused)] {
+                    if bits(&got) != bits(&want) {
+                        wrong.push(format!("{name} {how} on {dev}: {got:?}, want {want:?}"));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -175,7 +175,16 @@ fn unary_float<F: Float>(op: UnaryOp, x: &[F], out: &mut [F]) -> Result<()> {
     match op {
         Neg => map1(x, out, |v| -v),
         Abs => map1(x, out, |v| v.abs()),
-        Sign => map1(x, out, |v| if v.is_nan() || v == F::zero() { v } else { v.signum() }),
+        // NumPy's sign: +0 at either zero, NaN stays NaN.
+        Sign => map1(x, out, |v| {
+            if v.is_nan() {
+                v
+            } else if v == F::zero() {
+                F::zero()
+            } else {
+                v.signum()
+            }
+        }),
         Square => map1(x, out, |v| v * v),
         Floor => map1(x, out, |v| v.floor()),
         Ceil => map1(x, out, |v| v.ceil()),
