@@ -22,6 +22,7 @@ mod interop;
 mod io;
 mod nn_init;
 mod numerics;
+mod numpy_diff;
 mod ops_elementwise;
 mod ops_index;
 mod ops_linalg;
