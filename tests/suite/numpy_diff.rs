@@ -12,7 +12,9 @@
 //! Cases cover unary float ops on special values (±0, ±inf, NaN, subnormals, huge, tiny,
 //! near 1) in f32 and f16, binary ops with broadcasting in f32/i32/i64/u32/bool (wrapping,
 //! division by zero), strided views, reductions and scans over inner, middle, outer and
-//! all axes, softmax, matmul and a few fused chains. The fixture's manifest
+//! all axes, softmax, matmul, a few fused chains, conversions, and corners (NaN through
+//! scans and arg-reductions, all -inf rows, 0 * inf, axes longer than a GPU workgroup,
+//! integer pow and cumprod that wrap). The fixture's manifest
 //! (`cases.txt`) names the op and its parameters; `run_op` maps it onto the public API.
 //!
 //! Comparison (see [`Tol`]): integer and bool results, and float results of correctly

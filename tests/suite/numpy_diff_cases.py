@@ -29,9 +29,15 @@ binary.rs and reduce.rs), the reference follows lazuli's documented rule and say
 the case: bool arithmetic in int32, integer true division in float32, integer sums and
 scans keep their dtype (wrapping), argmax/argmin give uint32, integer mean is float32,
 integer matmul computes in float32.
+
+Left out on purpose: sums whose f32 result depends on the accumulation order (catastrophic
+cancellation such as [1e8, 1, -1e8], or partial sums that overflow): the GPU accumulates in
+f32 as documented (README, "GPU backend"), giving NumPy's own float32 answer, while the
+reference here is the exact sum.
 """
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -91,7 +97,9 @@ def case(name, op, inputs, ref, cpu, gpu, out_dtype, **params):
 
     def compute(ins):
         viewed = [apply_view(x, views[i]) if i in views else x for i, x in enumerate(ins)]
-        with np.errstate(all="ignore"):
+        # NaN, inf and ddof >= n are the point of some cases: no warnings for them.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             return np.asarray(ref(*viewed)).astype(out_dtype)
 
     want = compute(inputs)
@@ -297,6 +305,12 @@ def add_binary():
             a, b = float_pair(sa, sb)
             out = bool if op in CMP else F32
             case(f"binary.{op}.f32.{k}", op, [a, b], ref, cpu, gpu, out)
+
+    # Every special against every special (signed zeros against each other included).
+    grid = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.5, -3.0, 1e-40, -1e30, 7.0], F32)
+    ga, gb = np.repeat(grid, len(grid)).reshape(12, 12), np.tile(grid, len(grid)).reshape(12, 12)
+    for op, ref, cpu, gpu in FLOAT_BINARY:
+        case(f"binary.{op}.f32.grid", op, [ga, gb], ref, cpu, gpu, bool if op in CMP else F32)
 
     # pow with integral and fractional exponents of negative bases, 0^0, inf^0, 1^nan...
     base = np.array([-2.0, -2.0, -8.0, 0.0, -0.0, 0.0, np.inf, 1.0, np.nan, -1.0, -1.0, 2.0, 10.0, 0.5], F32)
@@ -655,6 +669,23 @@ def add_edges():
     case("edge.pow.i32.wrap", "pow", [pa, pb], np.power, "EXACT", "EXACT", np.int32)
     case("edge.pow.u32.wrap", "pow", [pa.astype(np.uint32)[:5], pb.astype(np.uint32)[:5]], np.power, "EXACT",
          "EXACT", np.uint32)
+    # Rounding at ties and beyond 2^23, remainder and floor division at magnitudes apart.
+    rt = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999997, 8388609.0, -8388609.0, 4194304.5, 1e30, -0.0, 3.5], F32)
+    case("edge.round.ties", "round", [rt], np.round, "EXACT", "EXACT", F32)
+    ra = np.array([1e30, -1e30, 1e-30, -1e-30, -1e-45, 1e-45, 5.0, -5.0, 1e10, 7.0, -0.0, 0.0], F32)
+    rb = np.array([3.0, 3.0, 1e30, 1e30, 1.0, -1.0, 1e-30, 1e-30, 0.1, -0.0, 1e-20, -1e-20], F32)
+    for op, ref in [("remainder", np.remainder), ("floor_divide", np.floor_divide)]:
+        case(f"edge.{op}.scales", op, [ra, rb], ref, "EXACT", "EXACT", F32)
+    # var with ddof at or beyond the count (NaN or inf, as NumPy).
+    vd = rng.uniform(-1, 1, (3, 2)).astype(F32)
+    case("edge.var.ddof2", "var", [vd], lambda x: np.var(f64(x), axis=1, ddof=2), "RED", "RED", F32, axes="1",
+         keepdims="0", ddof="2")
+    case("edge.var.ddof3", "var", [vd], lambda x: np.var(f64(x), axis=1, ddof=3), "RED", "RED", F32, axes="1",
+         keepdims="0", ddof="3")
+    ic = np.array([[3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37]], np.int32)
+    case("edge.cumprod.i32.wrap", "cumprod", [ic], lambda x: np.cumprod(x, axis=1, dtype=np.int32), "EXACT",
+         "EXACT", np.int32, axis="1", reverse="0")
+
     # Conversions: float to integer truncates toward zero (in range; beyond it lazuli
     # saturates where NumPy is undefined), integer to float rounds to nearest even,
     # f32 to f16 rounds once, NaN is true.
