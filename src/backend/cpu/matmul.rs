@@ -120,7 +120,7 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
         done: AtomicUsize::new(0),
         panicked: AtomicBool::new(false),
         unstarted: AtomicUsize::new(helpers.saturating_sub(1)),
-        c: Shared(c.as_mut_ptr()),
+        c: c.as_mut_ptr(),
         a: a.as_ptr(),
         b: b.as_ptr(),
         a_strides,
@@ -151,15 +151,6 @@ fn gemm_into<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::On
     }
 }
 
-/// A raw pointer the blocks of one product share; each writes only its own block.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-impl<T> Shared<T> {
-    fn at(self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
-}
-
 /// One threaded product's blocks, claimed one at a time (`next`) by the calling thread
 /// and by helpers on rayon's pool. The caller computes from the start instead of
 /// sleeping until a woken worker has split the work (a parallel loop on rayon's pool
@@ -176,7 +167,7 @@ struct Claims<T> {
     panicked: AtomicBool,
     /// Helpers still to be started (each started one starts up to two more).
     unstarted: AtomicUsize,
-    c: Shared<T>,
+    c: *mut T,
     a: *const T,
     b: *const T,
     a_strides: (isize, isize),
@@ -213,7 +204,7 @@ impl<T: 'static + Copy + Send + Sync + num_traits::Zero + num_traits::One> Claim
                 // once, so no two threads write one element.
                 let block = || unsafe {
                     gemm_block(
-                        self.c.at(i0 * n + j0),
+                        self.c.wrapping_add(i0 * n + j0),
                         n,
                         self.a.wrapping_offset(i0 as isize * self.a_strides.1),
                         self.a_strides,
