@@ -153,7 +153,8 @@ fn min_normal(d: DType) -> f64 {
     match d {
         DType::F16 => 2f64.powi(-14),
         DType::F64 => f64::MIN_POSITIVE,
-        _ => f32::MIN_POSITIVE as f64,
+        // bf16 keeps f32's exponent range; integers have no subnormals (never asked).
+        DType::F32 | DType::BF16 | DType::I32 | DType::U32 | DType::I64 | DType::Bool => f32::MIN_POSITIVE as f64,
     }
 }
 
@@ -175,23 +176,28 @@ fn show(v: f64) -> String {
     if v == 0.0 && v.is_sign_negative() { "-0".into() } else { format!("{v:e}") }
 }
 
-/// Compares `got` with `want` (and on the GPU with the flushed-input answer `ftz`),
-/// appending a line per mismatch (at most a few per case) to `out`.
-///
-/// On the GPU, `either_zero` lets a zero match a wanted zero of the other sign: the max
-/// and min family, where an H100 gave +0 for `maximum(0.0, -0.0)` (the shader's
-/// `select(b, a, a > b)` asks for -0; IEEE 754 leaves it free; README, "GPU backend").
-#[allow(clippy::too_many_arguments)]
-fn compare(
-    what: &str,
-    got: &Host,
-    want: &Host,
-    ftz: Option<&Host>,
-    tol: Tol,
-    gpu: bool,
+/// The documented GPU latitude a comparison grants (none on the CPU).
+#[derive(Clone, Copy)]
+struct Latitude {
+    /// Subnormal inputs may read as zeros (an element may match the flushed-input answer)
+    /// and subnormal results may come back as zero.
+    flush: bool,
+    /// A zero may match a wanted zero of the other sign: the max and min family, where an
+    /// H100 gave +0 for `maximum(0.0, -0.0)` (the shader's `select(b, a, a > b)` asks for
+    /// -0; IEEE 754 leaves it free; README, "GPU backend").
     either_zero: bool,
-    out: &mut Vec<String>,
-) {
+}
+
+impl Latitude {
+    fn of(gpu: bool, op: &str) -> Latitude {
+        let max_min = matches!(op, "maximum" | "minimum" | "max" | "min" | "cummax" | "cummin");
+        Latitude { flush: gpu, either_zero: gpu && max_min }
+    }
+}
+
+/// Compares `got` with `want` (and, where `lat` allows, with the flushed-input answer
+/// `ftz`), appending a line per mismatch (at most a few per case) to `out`.
+fn compare(what: &str, got: &Host, want: &Host, ftz: Option<&Host>, tol: Tol, lat: Latitude, out: &mut Vec<String>) {
     if got.shape != want.shape || got.dtype != want.dtype {
         out.push(format!("{what}: got {:?} {:?}, want {:?} {:?}", got.dtype, got.shape, want.dtype, want.shape));
         return;
@@ -201,9 +207,9 @@ fn compare(
         (Values::F(g), Values::F(w), f) => {
             let tiny = min_normal(want.dtype);
             for (i, (&g, &w)) in g.iter().zip(&w).enumerate() {
-                let flushed_out = gpu && g == 0.0 && w != 0.0 && w.abs() < tiny;
-                let zero = gpu && either_zero && g == 0.0 && w == 0.0;
-                let flushed_in = match (&f, gpu) {
+                let flushed_out = lat.flush && g == 0.0 && w != 0.0 && w.abs() < tiny;
+                let zero = lat.either_zero && g == 0.0 && w == 0.0;
+                let flushed_in = match (&f, lat.flush) {
                     (Some(Values::F(f)), true) => float_ok(g, f[i], tol),
                     _ => false,
                 };
@@ -216,7 +222,7 @@ fn compare(
             for (i, (&g, &w)) in g.iter().zip(&w).enumerate() {
                 // A bool or index computed from subnormal inputs read as zeros
                 // (`logical_not`, comparisons, `argmax`): the flushed-input answer.
-                let flushed_in = matches!((&f, gpu), (Some(Values::I(f)), true) if f[i] == g);
+                let flushed_in = matches!((&f, lat.flush), (Some(Values::I(f)), true) if f[i] == g);
                 if g != w && !flushed_in {
                     bad.push(format!("[{i}] got {g}, want {w}"));
                 }
@@ -441,9 +447,7 @@ fn numpy_diff() {
             match on(dev, || c.eval(&fixture)) {
                 Ok(got) => {
                     ran += 1;
-                    let either_zero =
-                        matches!(c.op.as_str(), "maximum" | "minimum" | "max" | "min" | "cummax" | "cummin");
-                    compare(&what, &got, want, ftz, tol, gpu, either_zero, &mut failures);
+                    compare(&what, &got, want, ftz, tol, Latitude::of(gpu, &c.op), &mut failures);
                 }
                 // The GPU has no i64, and f16 only with SHADER_F16: it says `Unsupported`.
                 Err(e) if gpu && unsupported_here(&e, c, &fixture) => skipped += 1,
