@@ -201,6 +201,49 @@ fn chained_temporaries_fuse() {
     }
 }
 
+/// Held values of several dtypes, one of them over constants only, written out by a
+/// region of many chunks and thread tasks with a ragged end: each equals its unfused
+/// value, bit for bit on the CPU.
+#[test]
+fn held_values_of_every_kind_over_many_chunks() {
+    let n = 100_003;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 2003) as f32 / 500.0 - 2.0).collect();
+    for d in devices() {
+        let run = |fused: bool| -> lazuli::Result<Vec<Vec<f32>>> {
+            on(d, || {
+                fusion::with_enabled(fused, || {
+                    let a = Array::from_slice(&x, &[n])?;
+                    let b = (&a * 0.5)?.sin()?;
+                    lazuli::eval(&[&a, &b])?;
+                    let t = (&a * &b)?;
+                    let m = t.gt(&b)?;
+                    let h = t.astype(DType::F16)?;
+                    let k = (&lazuli::full(&[n], 2.0, DType::F32)? * 3.0)?;
+                    let y = (&lazuli::where_(&m, &t.exp()?, &k)? + &h.astype(DType::F32)?)?;
+                    let before = fusion::regions_run_here();
+                    y.eval()?;
+                    if fused {
+                        assert_eq!(fusion::regions_run_here() - before, 1, "{d}: one region");
+                    }
+                    [t, m.astype(DType::F32)?, h.astype(DType::F32)?, k, y].iter().map(|v| v.to_vec::<f32>()).collect()
+                })
+            })
+        };
+        let (plain, fused) = (run(false).unwrap(), run(true).unwrap());
+        for (j, (p, f)) in plain.iter().zip(&fused).enumerate() {
+            assert_eq!(p.len(), n);
+            for (i, (p, f)) in p.iter().zip(f).enumerate() {
+                // The GPU's compiler may contract or reorder once it sees the ops together.
+                let close = (p - f).abs() <= 4.0 * f32::EPSILON * p.abs().max(1.0);
+                assert!(
+                    p.to_bits() == f.to_bits() || (d != lazuli::Device::cpu() && close),
+                    "{d}: value {j}, element {i}: {p} vs {f}"
+                );
+            }
+        }
+    }
+}
+
 /// A value another node of the same eval reads outside the region (here a reduction that
 /// feeds the region back) cannot be an extra output: the region starts after it, and the
 /// result is right.

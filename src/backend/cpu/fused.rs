@@ -3,9 +3,10 @@
 //!
 //! Each step runs the slice kernel its unfused primitive runs ([`elementwise`]'s
 //! `*_into` functions), on a chunk, so fused and unfused results are identical (bit for
-//! bit) on the CPU. A thread task allocates one scratch buffer per step once and reuses
-//! it for every chunk it runs; contiguous inputs are read in place and the result is
-//! written straight into the output, so a chunk allocates nothing.
+//! bit) on the CPU. A thread task allocates its scratch buffers once (one per value live
+//! at a time, [`assign_slots`]) and reuses them for every chunk it runs; contiguous inputs
+//! are read in place, and the result and the extra outputs are written straight into
+//! their outputs, so a chunk allocates nothing.
 //!
 //! A region rooted at a reduction over trailing axes (`sum((x - mean)^2)` of var,
 //! `sum(exp(x - max))` of logsumexp) computes its prologue chunk by chunk the same way and
@@ -14,13 +15,12 @@
 //! the order of the f64 additions differs, so a result may differ from the unfused one
 //! where the f64 sum lies next to an f32 rounding boundary.
 
-use std::mem::MaybeUninit;
-
 use rayon::prelude::*;
 
 use super::elementwise::{self, Operand};
 use super::reduce_fast::{fold_vectorized, nan_max, nan_min, with_monoid};
-use super::storage::{CpuData, CpuElem, with_data};
+use super::slices::{Dst, Src, SrcElem, chunks, dst, with_dst, with_src};
+use super::storage::{CpuData, CpuElem};
 use super::{PAR_MIN, data, wrap};
 use crate::backend::{Buffer, Input};
 use crate::dtype::DType;
@@ -30,13 +30,19 @@ use crate::primitive::{Meta, Primitive, ReduceOp};
 use crate::shape::{StridedIter, broadcast_strides, numel};
 use crate::stream::Stream;
 
-/// Elements per chunk: 8 KiB of f32 per live value (a 10-step program keeps well inside
-/// L2), and enough work per chunk that the per-step dispatch is noise.
-const CHUNK: usize = 2048;
+/// Elements per chunk of an elementwise region: 32 KiB of f32 per live value, in L2.
+/// Longer runs per array suit the hardware prefetchers: from 2048, 1M- to 16M-element
+/// `tanh(exp(a*b+c)*0.5)` ran 1.2-1.4x faster with its four temporaries written out and
+/// 1.05-1.2x without (2-core EPYC, session 24); 512 was 1.3x slower, 16384 no faster.
+const CHUNK: usize = 8192;
 
-/// Chunks per thread task: 32K elements, so a 1M-element region makes 32 tasks (even
-/// load on 2 or 16 cores) and the task's scratch allocation is paid once per 16 chunks.
-const TASK_CHUNKS: usize = 16;
+/// Elements per chunk of a reduction's prologue, folded as soon as computed: in L1
+/// (8192 cost `var` over rows of 1024 about a tenth).
+const REDUCE_CHUNK: usize = 2048;
+
+/// Elements per thread task: a 1M-element region makes 32 tasks (even load on 2 or 16
+/// cores), and each pays for its scratch once.
+const TASK: usize = 32 * 1024;
 
 /// The CPU's fuser.
 pub(crate) struct CpuFuser;
@@ -99,18 +105,17 @@ impl Fuser for CpuFuser {
         super::probe_bytes(out_bytes, what)?;
         let cx = Ctx::new(program, ins)?;
         let n = program.output.numel();
-        // Extra outputs start empty, with room for `n`: each chunk's values are copied into
-        // the room on the worker that computes them, and the lengths are set once every
-        // task has succeeded. (Zero-filled up front on the calling thread, four extra
-        // outputs of 1M f32 took a fifth of `tanh(exp(a*b+c)*0.5)`'s time when the
-        // statement still held its temporaries: perf, session 16.)
+        // Extra outputs are written in place by the steps that compute them (`Home::Extra`),
+        // as the unfused kernels write theirs, so their stores overlap the math. (Computed
+        // in scratch and copied out after, the copies were a third of
+        // `tanh(exp(a*b+c)*0.5)`'s time with its four temporaries held, which ran slower
+        // fused than unfused: perf, session 24.)
         let mut extras: Vec<CpuData> =
-            program.extra_outputs.iter().map(|&v| CpuData::filled(program.steps[v].1, 0, 0.0)).collect();
+            program.extra_outputs.iter().map(|&v| CpuData::output(program.steps[v].1, n)).collect();
         // Each extra output cut into the same tasks as the main one.
-        let task = CHUNK * TASK_CHUNKS;
-        let mut tasks: Vec<Vec<Spare<'_>>> = (0..n.div_ceil(task)).map(|_| Vec::new()).collect();
+        let mut tasks: Vec<Vec<Dst<'_>>> = (0..n.div_ceil(TASK)).map(|_| Vec::new()).collect();
         for e in &mut extras {
-            for (t, d) in tasks.iter_mut().zip(split_spare(e, n, task)) {
+            for (t, d) in tasks.iter_mut().zip(chunks(e, TASK)) {
                 t.push(d);
             }
         }
@@ -124,12 +129,6 @@ impl Fuser for CpuFuser {
             DType::F32 => CpuData::F32(drive(n, |s| Dst::F32(s), &cx, tasks)?),
             DType::F64 => CpuData::F64(drive(n, |s| Dst::F64(s), &cx, tasks)?),
         };
-        for e in &mut extras {
-            // SAFETY: `drive` succeeded, so every task ran and each chunk wrote its part of
-            // every extra output (`Ctx::chunk`, `write_spare`): the first `n` are
-            // initialised (room for them was reserved by `split_spare`).
-            unsafe { set_len(e, n) };
-        }
         Ok(std::iter::once(out).chain(extras).map(wrap).collect())
     }
 }
@@ -149,7 +148,7 @@ fn reduce(cx: &Ctx<'_>, op: ReduceOp, rows: usize, total: usize) -> Result<Vec<f
         return Err(Error::unsupported("cpu", "this fused reduction"));
     }
     let len = total / rows.max(1);
-    let block = CHUNK * TASK_CHUNKS;
+    let block = TASK;
     let tasks: Vec<(usize, usize)> = if len >= block {
         (0..rows)
             .flat_map(|r| (0..len).step_by(block).map(move |b| (r * len + b, r * len + (b + block).min(len))))
@@ -175,13 +174,13 @@ where
 {
     // Each task's (row, partial) pairs, in order.
     let run = |&(a, b): &(usize, usize)| -> Result<Vec<(usize, f64)>> {
-        let mut scratch = cx.scratch();
-        let mut vals = vec![0f32; CHUNK];
+        let mut scratch = cx.scratch(REDUCE_CHUNK);
+        let mut vals = vec![0f32; REDUCE_CHUNK];
         let mut parts: Vec<(usize, f64)> = Vec::new();
         let mut at = a;
         while at < b {
-            let l = CHUNK.min(b - at);
-            cx.chunk(at, l, &mut scratch, Dst::F32(&mut vals[..l]), &mut Vec::new())?;
+            let l = REDUCE_CHUNK.min(b - at);
+            cx.chunk(at, l, &mut scratch, Dst::F32(&mut vals[..l]), &mut [])?;
             let mut i = 0;
             while i < l {
                 let row = (at + i) / len;
@@ -209,184 +208,39 @@ where
     Ok(acc.into_iter().map(|a| a as f32).collect())
 }
 
-/// Runs the program into a new output of `n` elements, in tasks of [`TASK_CHUNKS`]
-/// chunks (on threads from [`PAR_MIN`] elements), each with its own scratch; `extras`
-/// holds each task's slices of the extra outputs.
+/// Runs the program into a new output of `n` elements, in tasks of [`TASK`] elements
+/// (on threads from [`PAR_MIN`] elements) in chunks of [`CHUNK`], each task with its own
+/// scratch; `extras` holds each task's slices of the extra outputs.
 fn drive<T: CpuElem + Send + Copy + Default>(
     n: usize,
     wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>,
     cx: &Ctx<'_>,
-    extras: Vec<Vec<Spare<'_>>>,
+    extras: Vec<Vec<Dst<'_>>>,
 ) -> Result<Vec<T>> {
-    let task = CHUNK * TASK_CHUNKS;
-    // Every task must run for `set_len` below to be sound: `zip` stops at the shorter side.
-    if extras.len() != n.div_ceil(task) {
+    // `zip` below stops at the shorter side: a task without its extras would leave them unwritten.
+    if extras.len() != n.div_ceil(TASK) {
         return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
     }
-    let mut out: Vec<T> = super::pool::vec(n);
-    let run = |(t, (o, mut ex)): (usize, (&mut [MaybeUninit<T>], Vec<Spare<'_>>))| -> Result<()> {
-        let mut scratch = cx.scratch();
+    // Initialised without a pass of its own: a pooled vector keeps its old values, a new
+    // one is zero pages (zeroing it chunk by chunk before the steps ran was 7% of
+    // `tanh(exp(a*b+c)*0.5)`'s profile, and on the calling thread 15-19%: perf, sessions
+    // 15 and 24).
+    let mut out: Vec<T> = super::pool::output(n);
+    let run = |(t, (o, mut ex)): (usize, (&mut [T], Vec<Dst<'_>>))| -> Result<()> {
+        let mut scratch = cx.scratch(CHUNK);
         for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
-            // Initialised here, chunk by chunk on the thread that computes it, rather than
-            // all at once on the calling thread: zeroing the whole output there took 15-19%
-            // of the 2-core `tanh(exp(a*b+c)*0.5)` (perf, session 15).
-            oc.fill(MaybeUninit::new(T::default()));
-            // SAFETY: every element of `oc` was just initialised, and `MaybeUninit<T>` has
-            // `T`'s layout.
-            let oc = unsafe { &mut *(oc as *mut [MaybeUninit<T>] as *mut [T]) };
             let len = oc.len();
-            let mut parts: Vec<Spare<'_>> = ex.iter_mut().map(|d| sub_spare(d, c * CHUNK, len)).collect();
-            cx.chunk(t * task + c * CHUNK, len, &mut scratch, wrap(oc), &mut parts)?;
+            let mut parts: Vec<Dst<'_>> = ex.iter_mut().map(|d| d.sub(c * CHUNK, len)).collect();
+            cx.chunk(t * TASK + c * CHUNK, len, &mut scratch, wrap(oc), &mut parts)?;
         }
         Ok(())
     };
-    let spare = &mut out.spare_capacity_mut()[..n];
     if n >= PAR_MIN {
-        spare.par_chunks_mut(task).zip(extras).enumerate().try_for_each(run)?;
+        out.par_chunks_mut(TASK).zip(extras).enumerate().try_for_each(run)?;
     } else {
-        spare.chunks_mut(task).zip(extras).enumerate().try_for_each(run)?;
+        out.chunks_mut(TASK).zip(extras).enumerate().try_for_each(run)?;
     }
-    // SAFETY: every task succeeded, and each initialised all of its chunks: the first `n`
-    // elements are initialised.
-    unsafe { out.set_len(n) };
     Ok(out)
-}
-
-/// Room for `n` elements at the end of an empty `d`, cut into slices of `size`.
-fn split_spare(d: &mut CpuData, n: usize, size: usize) -> Vec<Spare<'_>> {
-    fn cut<T: CpuElem>(v: &mut Vec<T>, n: usize, size: usize) -> std::slice::ChunksMut<'_, MaybeUninit<T>> {
-        if v.capacity() < n {
-            *v = super::pool::vec(n);
-        }
-        v.reserve_exact(n);
-        v.spare_capacity_mut()[..n].chunks_mut(size)
-    }
-    match d {
-        CpuData::Bool(v) => cut(v, n, size).map(Spare::Bool).collect(),
-        CpuData::U32(v) => cut(v, n, size).map(Spare::U32).collect(),
-        CpuData::I32(v) => cut(v, n, size).map(Spare::I32).collect(),
-        CpuData::I64(v) => cut(v, n, size).map(Spare::I64).collect(),
-        CpuData::F16(v) => cut(v, n, size).map(Spare::F16).collect(),
-        CpuData::BF16(v) => cut(v, n, size).map(Spare::BF16).collect(),
-        CpuData::F32(v) => cut(v, n, size).map(Spare::F32).collect(),
-        CpuData::F64(v) => cut(v, n, size).map(Spare::F64).collect(),
-    }
-}
-
-/// Sets the length of `d`'s vector.
-///
-/// # Safety
-/// The first `n` elements must be initialised, within its capacity.
-unsafe fn set_len(d: &mut CpuData, n: usize) {
-    // SAFETY: the caller's promise, for whichever vector `d` holds.
-    unsafe {
-        match d {
-            CpuData::Bool(v) => v.set_len(n),
-            CpuData::U32(v) => v.set_len(n),
-            CpuData::I32(v) => v.set_len(n),
-            CpuData::I64(v) => v.set_len(n),
-            CpuData::F16(v) => v.set_len(n),
-            CpuData::BF16(v) => v.set_len(n),
-            CpuData::F32(v) => v.set_len(n),
-            CpuData::F64(v) => v.set_len(n),
-        }
-    }
-}
-
-/// Elements `from..from + len` of `d`.
-fn sub_spare<'b>(d: &'b mut Spare<'_>, from: usize, len: usize) -> Spare<'b> {
-    match d {
-        Spare::Bool(v) => Spare::Bool(&mut v[from..from + len]),
-        Spare::U32(v) => Spare::U32(&mut v[from..from + len]),
-        Spare::I32(v) => Spare::I32(&mut v[from..from + len]),
-        Spare::I64(v) => Spare::I64(&mut v[from..from + len]),
-        Spare::F16(v) => Spare::F16(&mut v[from..from + len]),
-        Spare::BF16(v) => Spare::BF16(&mut v[from..from + len]),
-        Spare::F32(v) => Spare::F32(&mut v[from..from + len]),
-        Spare::F64(v) => Spare::F64(&mut v[from..from + len]),
-    }
-}
-
-/// Uninitialised room of an extra output: a task's or a chunk's share.
-#[allow(missing_docs)]
-enum Spare<'a> {
-    Bool(&'a mut [MaybeUninit<bool>]),
-    U32(&'a mut [MaybeUninit<u32>]),
-    I32(&'a mut [MaybeUninit<i32>]),
-    I64(&'a mut [MaybeUninit<i64>]),
-    F16(&'a mut [MaybeUninit<half::f16>]),
-    BF16(&'a mut [MaybeUninit<half::bf16>]),
-    F32(&'a mut [MaybeUninit<f32>]),
-    F64(&'a mut [MaybeUninit<f64>]),
-}
-
-/// Writes (initialises) every element of `out` with `v`'s values, or its scalar.
-fn write_spare(v: &View<'_>, out: Spare<'_>) -> Result<()> {
-    fn put<T: CpuElem>(v: &View<'_>, o: &mut [MaybeUninit<T>]) -> Result<()> {
-        match v.operand::<T>()? {
-            Operand::Slice(s) if s.len() == o.len() => {
-                for (d, &x) in o.iter_mut().zip(s) {
-                    d.write(x);
-                }
-            }
-            Operand::Slice(s) => return Err(Error::Internal(format!("fused: {} values for {}", s.len(), o.len()))),
-            Operand::Scalar(x) => o.fill(MaybeUninit::new(x)),
-        }
-        Ok(())
-    }
-    match out {
-        Spare::Bool(o) => put(v, o),
-        Spare::U32(o) => put(v, o),
-        Spare::I32(o) => put(v, o),
-        Spare::I64(o) => put(v, o),
-        Spare::F16(o) => put(v, o),
-        Spare::BF16(o) => put(v, o),
-        Spare::F32(o) => put(v, o),
-        Spare::F64(o) => put(v, o),
-    }
-}
-
-/// A step's output slice: a scratch buffer's first elements or a chunk of the output.
-#[allow(missing_docs)]
-enum Dst<'a> {
-    Bool(&'a mut [bool]),
-    U32(&'a mut [u32]),
-    I32(&'a mut [i32]),
-    I64(&'a mut [i64]),
-    F16(&'a mut [half::f16]),
-    BF16(&'a mut [half::bf16]),
-    F32(&'a mut [f32]),
-    F64(&'a mut [f64]),
-}
-
-/// Runs `$body` with `$o` bound to the typed slice of a [`Dst`].
-macro_rules! with_dst {
-    ($dst:expr, |$o:ident| $body:expr) => {
-        match $dst {
-            Dst::Bool($o) => $body,
-            Dst::U32($o) => $body,
-            Dst::I32($o) => $body,
-            Dst::I64($o) => $body,
-            Dst::F16($o) => $body,
-            Dst::BF16($o) => $body,
-            Dst::F32($o) => $body,
-            Dst::F64($o) => $body,
-        }
-    };
-}
-
-/// The first `len` elements of a scratch buffer, as a step's output.
-fn dst(d: &mut CpuData, len: usize) -> Dst<'_> {
-    match d {
-        CpuData::Bool(v) => Dst::Bool(&mut v[..len]),
-        CpuData::U32(v) => Dst::U32(&mut v[..len]),
-        CpuData::I32(v) => Dst::I32(&mut v[..len]),
-        CpuData::I64(v) => Dst::I64(&mut v[..len]),
-        CpuData::F16(v) => Dst::F16(&mut v[..len]),
-        CpuData::BF16(v) => Dst::BF16(&mut v[..len]),
-        CpuData::F32(v) => Dst::F32(&mut v[..len]),
-        CpuData::F64(v) => Dst::F64(&mut v[..len]),
-    }
 }
 
 /// Where a step's value lives during a chunk.
@@ -402,32 +256,34 @@ enum Home {
     Chunk,
     /// Written straight into the output chunk (the result, when nothing reads it after).
     Output,
+    /// Written straight into the chunk of [`Program::extra_outputs`]' `k`th, and read
+    /// from there.
+    Extra(usize),
 }
 
 /// One value of a chunk: `len` elements of `data` from `off`, or (`scalar`) the one at
 /// `off` standing for all of them.
 struct View<'a> {
-    data: &'a CpuData,
+    data: Src<'a>,
     off: usize,
     len: usize,
     scalar: bool,
 }
 
 impl<'a> View<'a> {
-    fn slice<T: CpuElem>(&self) -> Result<&'a [T]> {
-        let v = T::unwrap(self.data)
+    fn slice<T: SrcElem>(&self) -> Result<&'a [T]> {
+        let v = T::unwrap_src(self.data)
             .ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", self.data.dtype(), T::DTYPE)))?;
-        Ok(&v[self.off..self.off + if self.scalar { 1 } else { self.len }])
+        let end = self.off + if self.scalar { 1 } else { self.len };
+        v.get(self.off..end)
+            .ok_or_else(|| Error::Internal(format!("fused: elements {}..{end} of {} read", self.off, v.len())))
     }
 
-    fn operand<T: CpuElem>(&self) -> Result<Operand<'a, T>> {
+    fn operand<T: SrcElem>(&self) -> Result<Operand<'a, T>> {
         let s = self.slice()?;
         Ok(if self.scalar { Operand::Scalar(s[0]) } else { Operand::Slice(s) })
     }
 }
-
-/// What a value living in the output chunk reads as (see [`Ctx::view`]).
-static NO_VALUE: CpuData = CpuData::Bool(Vec::new());
 
 /// A program ready to run chunk by chunk.
 struct Ctx<'a> {
@@ -467,7 +323,7 @@ fn assign_slots(p: &Program, homes: &[Home]) -> (Vec<usize>, Vec<(DType, Option<
     let mut free: Vec<usize> = Vec::new();
     for (i, (&(step, dtype), home)) in p.steps.iter().zip(homes).enumerate() {
         slots[i] = match (home, step) {
-            (Home::Input(_) | Home::InputScalar(_) | Home::Output, _) => NONE,
+            (Home::Input(_) | Home::InputScalar(_) | Home::Output | Home::Extra(_), _) => NONE,
             (Home::Scalar, Step::Const(c)) => {
                 buffers.push((dtype, Some(c)));
                 buffers.len() - 1
@@ -538,6 +394,12 @@ impl<'a> Ctx<'a> {
             };
             homes.push(home);
         }
+        for (k, &v) in p.extra_outputs.iter().enumerate() {
+            // Values over scalars only stay in scratch and are broadcast at the chunk's end.
+            if homes.get(v) == Some(&Home::Chunk) {
+                homes[v] = Home::Extra(k);
+            }
+        }
         let read_later = p.steps[p.result + 1..].iter().any(|&(s, _)| s.args().contains(&p.result));
         let computed = !matches!(p.steps.get(p.result), Some((Step::Input(_), _)));
         if homes.get(p.result) == Some(&Home::Chunk) && computed && !read_later {
@@ -548,11 +410,11 @@ impl<'a> Ctx<'a> {
         Ok(Ctx { p, ins, homes, strides, slots, buffers })
     }
 
-    /// The scratch buffers of [`assign_slots`]: a chunk's room no longer than the region
-    /// (a 64-step region over 4 elements zeroed 64 chunks of 2048 per eval: `memset` was
-    /// 6.6% of the 1000-op chain's profile), constants filled.
-    fn scratch(&self) -> Vec<CpuData> {
-        let chunk = CHUNK.min(numel(&self.p.shape));
+    /// The scratch buffers of [`assign_slots`]: room for chunks of `chunk` elements, no
+    /// longer than the region (a 64-step region over 4 elements zeroed 64 chunks of 2048
+    /// per eval: `memset` was 6.6% of the 1000-op chain's profile), constants filled.
+    fn scratch(&self, chunk: usize) -> Vec<CpuData> {
+        let chunk = chunk.min(numel(&self.p.shape));
         self.buffers
             .iter()
             .map(|&(dtype, c)| match c {
@@ -562,16 +424,20 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
-    /// Output elements `start..start + len` into `out`, and into `extras` the values of
-    /// [`Program::extra_outputs`].
+    /// Output elements `start..start + len` into `out`, and into `extras` (their chunks)
+    /// the values of [`Program::extra_outputs`].
     fn chunk(
         &self,
         start: usize,
         len: usize,
         scratch: &mut [CpuData],
         out: Dst<'_>,
-        extras: &mut Vec<Spare<'_>>,
+        extras: &mut [Dst<'_>],
     ) -> Result<()> {
+        // Every extra output's chunk is written (`drive`'s caller relies on it).
+        if extras.len() != self.p.extra_outputs.len() {
+            return Err(Error::Internal("fused: extra outputs and their room differ".into()));
+        }
         let mut out = Some(out);
         for (i, &(step, _)) in self.p.steps.iter().enumerate() {
             match self.homes[i] {
@@ -583,33 +449,52 @@ impl<'a> Ctx<'a> {
                     let slot = self.slots[i];
                     let mut buf = std::mem::replace(&mut scratch[slot], CpuData::Bool(Vec::new()));
                     let n = if home == Home::Scalar { 1 } else { len };
-                    let r = self.step(i, step, dst(&mut buf, n), scratch, start, len);
+                    let r = self.step(i, step, dst(&mut buf, n), scratch, extras, start, len);
                     scratch[slot] = buf;
                     r?;
                 }
                 Home::Output => {
                     let o = out.take().ok_or_else(|| Error::Internal("fused: output written twice".into()))?;
-                    self.step(i, step, o, scratch, start, len)?;
+                    self.step(i, step, o, scratch, extras, start, len)?;
+                }
+                Home::Extra(k) => {
+                    // Taken out likewise; the other extra outputs stay readable.
+                    let mut e = std::mem::replace(&mut extras[k], Dst::Bool(&mut []));
+                    let r = self.step(i, step, e.reborrow(), scratch, extras, start, len);
+                    extras[k] = e;
+                    r?;
                 }
             }
         }
-        // Every extra output's room for the chunk is written (`drive`'s caller relies on it).
-        if extras.len() != self.p.extra_outputs.len() {
-            return Err(Error::Internal("fused: extra outputs and their room differ".into()));
-        }
-        for (&v, d) in self.p.extra_outputs.iter().zip(extras.drain(..)) {
-            write_spare(&self.view(v, scratch, start, len), d)?;
+        for (k, &v) in self.p.extra_outputs.iter().enumerate() {
+            if self.homes[v] != Home::Extra(k) {
+                let mut e = std::mem::replace(&mut extras[k], Dst::Bool(&mut []));
+                let r = copy_out(&self.view(v, scratch, extras, start, len), e.reborrow());
+                extras[k] = e;
+                r?;
+            }
         }
         match out {
             // The result lives elsewhere (an input, a scalar, or read by a later step).
-            Some(o) => copy_out(&self.view(self.p.result, scratch, start, len), o),
+            Some(o) => copy_out(&self.view(self.p.result, scratch, extras, start, len), o),
             None => Ok(()),
         }
     }
 
-    /// Step `i` of the chunk at `start` into `target`, its operands read from `scratch`.
-    fn step(&self, i: usize, step: Step, target: Dst<'_>, scratch: &[CpuData], start: usize, len: usize) -> Result<()> {
-        let view = |j: usize| self.view(j, scratch, start, len);
+    /// Step `i` of the chunk at `start` into `target`, its operands read from `scratch`
+    /// and `extras`.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        i: usize,
+        step: Step,
+        target: Dst<'_>,
+        scratch: &[CpuData],
+        extras: &[Dst<'_>],
+        start: usize,
+        len: usize,
+    ) -> Result<()> {
+        let view = |j: usize| self.view(j, scratch, extras, start, len);
         match step {
             Step::Input(k) => gather(self.ins[k], &self.p.shape, &self.strides[k], start, target)?,
             Step::Const(_) => {}
@@ -617,7 +502,7 @@ impl<'a> Ctx<'a> {
                 let x = view(a);
                 if op.is_predicate() {
                     let Dst::Bool(o) = target else { return Err(mismatch(step)) };
-                    with_data!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
+                    with_src!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
                 } else {
                     with_dst!(target, |o| elementwise::unary_into(op, x.slice()?, o))?;
                 }
@@ -626,7 +511,7 @@ impl<'a> Ctx<'a> {
                 let (x, y) = (view(a), view(b));
                 if op.is_comparison() {
                     let Dst::Bool(o) = target else { return Err(mismatch(step)) };
-                    with_data!(x.data, |v| {
+                    with_src!(x.data, |v| {
                         let xa =
                             if x.scalar { Operand::Scalar(v[x.off]) } else { Operand::Slice(&v[x.off..x.off + len]) };
                         elementwise::compare_into(op, xa, y.operand()?, o)
@@ -645,17 +530,27 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Step `j`'s value for the chunk at `start` (`scratch`: [`Ctx::scratch`]'s buffers).
-    fn view<'s>(&'s self, j: usize, scratch: &'s [CpuData], start: usize, len: usize) -> View<'s> {
-        match self.homes[j] {
-            Home::Input(k) => View { data: self.ins[k], off: start, len, scalar: false },
-            Home::InputScalar(k) => View { data: self.ins[k], off: 0, len, scalar: true },
-            Home::Scalar => View { data: &scratch[self.slots[j]], off: 0, len, scalar: true },
-            Home::Chunk => View { data: &scratch[self.slots[j]], off: 0, len, scalar: false },
+    /// Step `j`'s value for the chunk at `start` (`scratch`: [`Ctx::scratch`]'s buffers;
+    /// `extras`: the extra outputs' chunks).
+    fn view<'s>(
+        &'s self,
+        j: usize,
+        scratch: &'s [CpuData],
+        extras: &'s [Dst<'_>],
+        start: usize,
+        len: usize,
+    ) -> View<'s> {
+        let (data, off, scalar) = match self.homes[j] {
+            Home::Input(k) => (Src::of(self.ins[k]), start, false),
+            Home::InputScalar(k) => (Src::of(self.ins[k]), 0, true),
+            Home::Scalar => (Src::of(&scratch[self.slots[j]]), 0, true),
+            Home::Chunk => (Src::of(&scratch[self.slots[j]]), 0, false),
+            Home::Extra(k) => (extras[k].src(), 0, false),
             // Written into the output chunk and read by no step (`Ctx::new`): an empty
             // value, which reads as an internal error rather than a panic.
-            Home::Output => View { data: &NO_VALUE, off: 0, len, scalar: false },
-        }
+            Home::Output => (Src::Bool(&[]), 0, false),
+        };
+        View { data, off, len, scalar }
     }
 }
 
@@ -714,7 +609,7 @@ fn typed_like<'a, T: CpuElem>(d: &'a CpuData, _like: &[T]) -> Result<&'a [T]> {
 /// a copy of the chunk (casts are rare in hot regions; a slice form would avoid it).
 fn cast(x: &View<'_>, dtype: crate::dtype::DType, out: Dst<'_>) -> Result<()> {
     let n = if x.scalar { 1 } else { x.len };
-    let part = with_data!(x.data, |v| CpuElem::wrap(v[x.off..x.off + n].to_vec()));
+    let part = with_src!(x.data, |v| CpuElem::wrap(v[x.off..x.off + n].to_vec()));
     let c = part.astype(dtype);
     with_dst!(out, |o| {
         let src = typed_like(&c, o)?;
@@ -778,24 +673,25 @@ mod tests {
     }
 
     #[test]
-    fn extra_outputs_and_constants_keep_their_buffers() {
+    fn extra_outputs_are_written_in_place_and_constants_keep_their_buffers() {
         let f = DType::F32;
         let steps = vec![
             (Step::Input(0), f),
             (Step::Const(2.0), f),
             (Step::Binary(BinaryOp::Mul, 0, 1), f), // 2: an extra output
             (Step::Unary(UnaryOp::Exp, 2), f),
-            (Step::Unary(UnaryOp::Neg, 3), f),
-            (Step::Binary(BinaryOp::Add, 4, 1), f),
+            (Step::Unary(UnaryOp::Neg, 1), f), // 4: an extra output over a constant
+            (Step::Binary(BinaryOp::Add, 3, 4), f),
+            (Step::Binary(BinaryOp::Mul, 5, 2), f),
         ];
-        let p = program(steps, 5, vec![2]);
-        let (slots, buffers) = assign_slots(&p, &homes(&p));
+        let p = program(steps, 6, vec![2, 4]);
+        let h = homes(&p);
+        assert!(h[2] == Home::Extra(0) && h[4] == Home::Scalar && h[6] == Home::Output);
+        let (slots, buffers) = assign_slots(&p, &h);
         assert_eq!(buffers[slots[1]], (f, Some(2.0)));
-        for j in 3..5 {
-            assert_ne!(slots[j], slots[2], "step {j} took the extra output's buffer");
-            assert_ne!(slots[j], slots[1], "step {j} took the constant's buffer");
-        }
-        assert_ne!(slots[4], slots[3]);
+        assert_eq!(slots[2], usize::MAX, "the extra output has no scratch");
+        // The scalar extra output is broadcast at the chunk's end: its buffer stays its own.
+        assert!(slots[3] != slots[4] && slots[5] != slots[4] && slots[3] != slots[1]);
     }
 
     #[test]

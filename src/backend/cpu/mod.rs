@@ -15,6 +15,7 @@ mod reduce;
 mod reduce_fast;
 mod scalar;
 mod simd;
+mod slices;
 mod storage;
 
 use std::any::Any;

@@ -114,6 +114,24 @@ impl CpuData {
         with_data!(self, |v| room(v))
     }
 
+    /// `len` elements of `dtype` for a kernel that writes every one: a pooled vector's
+    /// old values or zeros, never a pass of its own ([`super::pool::output`]).
+    pub fn output(dtype: DType, len: usize) -> CpuData {
+        fn f<T: CpuElem>(len: usize) -> CpuData {
+            T::wrap(super::pool::output(len))
+        }
+        match dtype {
+            DType::Bool => f::<bool>(len),
+            DType::U32 => f::<u32>(len),
+            DType::I32 => f::<i32>(len),
+            DType::I64 => f::<i64>(len),
+            DType::F16 => f::<f16>(len),
+            DType::BF16 => f::<bf16>(len),
+            DType::F32 => f::<f32>(len),
+            DType::F64 => f::<f64>(len),
+        }
+    }
+
     /// `len` copies of `value` cast to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
         fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {
