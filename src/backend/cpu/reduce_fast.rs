@@ -26,7 +26,8 @@ const LANES: usize = 16;
 /// Running values of [`extremum`]: 32 f32 are two AVX-512 registers, two independent
 /// compare-and-select chains. With one (16, [`LANES`]) the loop waited on each compare's
 /// latency: the 2-core VM's 1024x1024 argmax over rows went from 17.5 to 19.6-20.6 GB/s on
-/// one thread with 32 (37.9-38.0 to 42.7-43.9 on two); 64 ran at 11 (session 23).
+/// one thread with 32 (37.9-38.0 to 42.7-43.9 on two); 64 ran at 11 (session 23), and
+/// still at 12-13 with the NaN test off the chain and a pairwise combine (session 24).
 const EXT_LANES: usize = 32;
 
 /// Columns one task accumulates when `inner > 1`: 4 KiB of f64 accumulators, in L1.
@@ -257,8 +258,10 @@ where
 /// [`EXT_LANES`] running values, then the lanes and the tail. Comparisons need no conversion
 /// to f64, so the loop vectorises as a compare and a select per element.
 fn extremum<T: CpuElem>(c: &[T], better: impl Fn(T, T) -> bool + Copy) -> T {
+    // `x` replaces the running `a` if it is NaN or better; an `a` that is NaN stays (no
+    // `x` beats it). The NaN test is on the new value, off the loop-carried chain.
     #[allow(clippy::eq_op)]
-    let pick = move |a: T, b: T| if (a != a) | better(a, b) { a } else { b };
+    let pick = move |a: T, x: T| if (x != x) | better(x, a) { x } else { a };
     vectorize(
         #[inline(always)]
         || {
@@ -270,7 +273,16 @@ fn extremum<T: CpuElem>(c: &[T], better: impl Fn(T, T) -> bool + Copy) -> T {
                     *a = pick(*a, x);
                 }
             }
-            tail.iter().fold(acc.into_iter().fold(c[0], pick), |a, &x| pick(a, x))
+            // Halving the lanes pairwise keeps the combine in vector registers.
+            let mut w = EXT_LANES;
+            while w > 1 {
+                w /= 2;
+                let (lo, hi) = acc.split_at_mut(w);
+                for (a, &b) in lo.iter_mut().zip(&hi[..w]) {
+                    *a = pick(*a, b);
+                }
+            }
+            tail.iter().fold(pick(acc[0], c[0]), |a, &x| pick(a, x))
         },
     )
 }
