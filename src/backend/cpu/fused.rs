@@ -271,6 +271,7 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    #[inline]
     fn slice<T: SrcElem>(&self) -> Result<&'a [T]> {
         let v = T::unwrap_src(self.data)
             .ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", self.data.dtype(), T::DTYPE)))?;
@@ -279,6 +280,7 @@ impl<'a> View<'a> {
             .ok_or_else(|| Error::Internal(format!("fused: elements {}..{end} of {} read", self.off, v.len())))
     }
 
+    #[inline]
     fn operand<T: SrcElem>(&self) -> Result<Operand<'a, T>> {
         let s = self.slice()?;
         Ok(if self.scalar { Operand::Scalar(s[0]) } else { Operand::Slice(s) })
@@ -532,6 +534,7 @@ impl<'a> Ctx<'a> {
 
     /// Step `j`'s value for the chunk at `start` (`scratch`: [`Ctx::scratch`]'s buffers;
     /// `extras`: the extra outputs' chunks).
+    #[inline]
     fn view<'s>(
         &'s self,
         j: usize,

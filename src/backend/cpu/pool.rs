@@ -69,8 +69,15 @@ pub(crate) fn filled<T: CpuElem>(n: usize, value: T) -> Vec<T> {
 
 /// `n` elements for a kernel that writes every one: an idle vector keeps its old values
 /// (of the same dtype), so nothing is written twice (zeroing a pooled 4 MiB output cost
-/// the CPU's `add` about a tenth of its time); a new one is zeros.
+/// the CPU's `add` about a tenth of its time); a new one is zeros: zero pages from the
+/// system when large, a small allocation filled when small (`calloc` cost a 4-element
+/// fused region more than `malloc` and the fill, callgrind, session 24).
 pub(crate) fn output<T: CpuElem>(n: usize) -> Vec<T> {
+    if n * std::mem::size_of::<T>() < MIN_BYTES {
+        let mut v = Vec::with_capacity(n);
+        v.resize(n, T::default());
+        return v;
+    }
     match take(n) {
         Some(mut v) => {
             v.truncate(n);

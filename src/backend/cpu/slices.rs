@@ -37,16 +37,19 @@ pub(super) use with_dst;
 
 impl Dst<'_> {
     /// Elements `from..from + len`, for as long as this borrow.
+    #[inline]
     pub(super) fn sub(&mut self, from: usize, len: usize) -> Dst<'_> {
         with_dst!(self, |o| Dst::from(&mut o[from..from + len]))
     }
 
     /// The same elements, for as long as this borrow (to write them and keep the slice).
+    #[inline]
     pub(super) fn reborrow(&mut self) -> Dst<'_> {
         with_dst!(self, |o| Dst::from(&mut o[..]))
     }
 
     /// The elements, to read.
+    #[inline]
     pub(super) fn src(&self) -> Src<'_> {
         with_dst!(self, |o| Src::from(&o[..]))
     }
@@ -86,6 +89,7 @@ pub(super) use with_src;
 
 impl<'a> Src<'a> {
     /// All of `d`.
+    #[inline]
     pub(super) fn of(d: &'a CpuData) -> Self {
         with_data!(d, |v| Src::from(&v[..]))
     }
@@ -114,16 +118,19 @@ pub(super) trait SrcElem: CpuElem {
 macro_rules! src_elem {
     ($($t:ty => $var:ident),* $(,)?) => {$(
         impl SrcElem for $t {
+            #[inline]
             fn unwrap_src(s: Src<'_>) -> Option<&[Self]> {
                 if let Src::$var(v) = s { Some(v) } else { None }
             }
         }
         impl<'a> From<&'a [$t]> for Src<'a> {
+            #[inline]
             fn from(v: &'a [$t]) -> Self {
                 Src::$var(v)
             }
         }
         impl<'a> From<&'a mut [$t]> for Dst<'a> {
+            #[inline]
             fn from(v: &'a mut [$t]) -> Self {
                 Dst::$var(v)
             }
@@ -134,6 +141,7 @@ macro_rules! src_elem {
 src_elem!(bool => Bool, u32 => U32, i32 => I32, i64 => I64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64);
 
 /// The first `len` elements of a scratch buffer, as a step's output.
+#[inline]
 pub(super) fn dst(d: &mut CpuData, len: usize) -> Dst<'_> {
     with_data!(d, |v| Dst::from(&mut v[..len]))
 }
