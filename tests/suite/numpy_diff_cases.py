@@ -278,7 +278,9 @@ FLOAT_BINARY = [
     ("div", np.divide, "EXACT", "ULP4"),
     ("maximum", np.maximum, "EXACT", "EXACT"),
     ("minimum", np.minimum, "EXACT", "EXACT"),
-    ("floor_divide", np.floor_divide, "EXACT", "EXACT"),
+    # A quotient from 2^22 up inherits the GPU's division error (WGSL allows 2.5 ulp; on
+    # an H100 1.3186078e29 came out an ulp low); below, ULP4 is under 1, so still exact.
+    ("floor_divide", np.floor_divide, "EXACT", "ULP4"),
     ("remainder", np.remainder, "EXACT", "EXACT"),
     ("eq", np.equal, "EXACT", "EXACT"),
     ("ne", np.not_equal, "EXACT", "EXACT"),
@@ -675,7 +677,7 @@ def add_edges():
     ra = np.array([1e30, -1e30, 1e-30, -1e-30, -1e-45, 1e-45, 5.0, -5.0, 1e10, 7.0, -0.0, 0.0], F32)
     rb = np.array([3.0, 3.0, 1e30, 1e30, 1.0, -1.0, 1e-30, 1e-30, 0.1, -0.0, 1e-20, -1e-20], F32)
     for op, ref in [("remainder", np.remainder), ("floor_divide", np.floor_divide)]:
-        case(f"edge.{op}.scales", op, [ra, rb], ref, "EXACT", "EXACT", F32)
+        case(f"edge.{op}.scales", op, [ra, rb], ref, "EXACT", "ULP4" if op == "floor_divide" else "EXACT", F32)
     # var with ddof at or beyond the count (NaN or inf, as NumPy).
     vd = rng.uniform(-1, 1, (3, 2)).astype(F32)
     case("edge.var.ddof2", "var", [vd], lambda x: np.var(f64(x), axis=1, ddof=2), "RED", "RED", F32, axes="1",
