@@ -203,15 +203,22 @@ fn chained_temporaries_fuse() {
 
 /// Held values of several dtypes, one of them over constants only, written out by a
 /// region of many chunks and thread tasks with a ragged end: each equals its unfused
-/// value, bit for bit on the CPU.
+/// value, bit for bit on the CPU. The f32 outputs are large enough for the CPU's buffer
+/// pool, which is first filled with other values: an element a region failed to write
+/// would show them.
 #[test]
 fn held_values_of_every_kind_over_many_chunks() {
-    let n = 100_003;
+    let n = 300_007;
     let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 2003) as f32 / 500.0 - 2.0).collect();
     for d in devices() {
         let run = |fused: bool| -> lazuli::Result<Vec<Vec<f32>>> {
             on(d, || {
                 fusion::with_enabled(fused, || {
+                    let junk: Vec<Array> = (0..6)
+                        .map(|k| lazuli::full(&[n], 1e6 + k as f64, DType::F32))
+                        .collect::<lazuli::Result<_>>()?;
+                    lazuli::eval(&junk.iter().collect::<Vec<_>>())?;
+                    drop(junk);
                     let a = Array::from_slice(&x, &[n])?;
                     let b = (&a * 0.5)?.sin()?;
                     lazuli::eval(&[&a, &b])?;

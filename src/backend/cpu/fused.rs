@@ -6,7 +6,8 @@
 //! bit) on the CPU. A thread task allocates its scratch buffers once (one per value live
 //! at a time, [`assign_slots`]) and reuses them for every chunk it runs; contiguous inputs
 //! are read in place, and the result and the extra outputs are written straight into
-//! their outputs, so a chunk allocates nothing.
+//! their outputs, so a chunk allocates nothing but the list of its extra outputs' slices
+//! (and a copy for a cast).
 //!
 //! A region rooted at a reduction over trailing axes (`sum((x - mean)^2)` of var,
 //! `sum(exp(x - max))` of logsumexp) computes its prologue chunk by chunk the same way and
@@ -53,7 +54,7 @@ impl Fuser for CpuFuser {
         // an interpreter set-up, so longer regions amortise them (the 1000-op chain in 4
         // regions, not 16 at 64 steps: 5% fewer instructions, callgrind, session 18), and
         // scratch is assigned by liveness (`assign_slots`), so a long chain still keeps two
-        // chunks. A wide region keeps at most one chunk per live value: 2 MiB of f32 at 256.
+        // chunks. A wide region keeps at most one chunk per live value: 8 MiB of f32 a task at 256.
         Limits { max_inputs: 16, max_steps: 256, lone_broadcasts: false, row_regions: false }
     }
 
@@ -222,7 +223,8 @@ fn drive<T: CpuElem + Send + Copy + Default>(
         return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
     }
     // Initialised without a pass of its own: a pooled vector keeps its old values, a new
-    // one is zero pages (zeroing it chunk by chunk before the steps ran was 7% of
+    // large one is zero pages (small ones are filled; zeroing every output chunk by chunk
+    // before the steps ran was 7% of
     // `tanh(exp(a*b+c)*0.5)`'s profile, and on the calling thread 15-19%: perf, sessions
     // 15 and 24).
     let mut out: Vec<T> = super::pool::output(n);
@@ -271,15 +273,24 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    /// Elements `off..off + n` of `v`, this view's data typed; an internal error, not a
+    /// panic, where they are not there (an empty value: [`Ctx::view`]).
     #[inline]
-    fn slice<T: SrcElem>(&self) -> Result<&'a [T]> {
-        let v = T::unwrap_src(self.data)
-            .ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", self.data.dtype(), T::DTYPE)))?;
-        let end = self.off + if self.scalar { 1 } else { self.len };
+    fn part<'v, T>(&self, v: &'v [T], n: usize) -> Result<&'v [T]> {
+        let end = self.off + n;
         v.get(self.off..end)
             .ok_or_else(|| Error::Internal(format!("fused: elements {}..{end} of {} read", self.off, v.len())))
     }
 
+    /// The view's elements (one, if `scalar`) as `T`.
+    #[inline]
+    fn slice<T: SrcElem>(&self) -> Result<&'a [T]> {
+        let v = T::unwrap_src(self.data)
+            .ok_or_else(|| Error::Internal(format!("fused: a {} value read as {}", self.data.dtype(), T::DTYPE)))?;
+        self.part(v, if self.scalar { 1 } else { self.len })
+    }
+
+    /// The view as a kernel operand: its scalar, or its slice.
     #[inline]
     fn operand<T: SrcElem>(&self) -> Result<Operand<'a, T>> {
         let s = self.slice()?;
@@ -294,8 +305,8 @@ struct Ctx<'a> {
     homes: Vec<Home>,
     /// Broadcast strides of the inputs read by gathering (neither full-size nor scalar).
     strides: Vec<Vec<isize>>,
-    /// The scratch buffer each step's value lives in (steps whose home is an input or the
-    /// output have none, and read nothing from it).
+    /// The scratch buffer each step's value lives in (steps whose home is an input, the
+    /// output or an extra output have none, and read nothing from it).
     slots: Vec<usize>,
     /// Each scratch buffer: its dtype, and the constant it holds (`None`: a chunk's room).
     buffers: Vec<(DType, Option<f64>)>,
@@ -413,8 +424,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// The scratch buffers of [`assign_slots`]: room for chunks of `chunk` elements, no
-    /// longer than the region (a 64-step region over 4 elements zeroed 64 chunks of 2048
-    /// per eval: `memset` was 6.6% of the 1000-op chain's profile), constants filled.
+    /// longer than the region (a 64-step region over 4 elements zeroed 64 chunks of 2048,
+    /// then the chunk size, per eval: `memset` was 6.6% of the 1000-op chain's profile),
+    /// constants filled.
     fn scratch(&self, chunk: usize) -> Vec<CpuData> {
         let chunk = chunk.min(numel(&self.p.shape));
         self.buffers
@@ -504,7 +516,7 @@ impl<'a> Ctx<'a> {
                 let x = view(a);
                 if op.is_predicate() {
                     let Dst::Bool(o) = target else { return Err(mismatch(step)) };
-                    with_src!(x.data, |v| elementwise::predicate_into(op, &v[x.off..x.off + o.len()], o))?;
+                    with_src!(x.data, |v| elementwise::predicate_into(op, x.part(v, o.len())?, o))?;
                 } else {
                     with_dst!(target, |o| elementwise::unary_into(op, x.slice()?, o))?;
                 }
@@ -515,7 +527,7 @@ impl<'a> Ctx<'a> {
                     let Dst::Bool(o) = target else { return Err(mismatch(step)) };
                     with_src!(x.data, |v| {
                         let xa =
-                            if x.scalar { Operand::Scalar(v[x.off]) } else { Operand::Slice(&v[x.off..x.off + len]) };
+                            if x.scalar { Operand::Scalar(x.part(v, 1)?[0]) } else { Operand::Slice(x.part(v, len)?) };
                         elementwise::compare_into(op, xa, y.operand()?, o)
                     })?;
                 } else {
@@ -612,7 +624,7 @@ fn typed_like<'a, T: CpuElem>(d: &'a CpuData, _like: &[T]) -> Result<&'a [T]> {
 /// a copy of the chunk (casts are rare in hot regions; a slice form would avoid it).
 fn cast(x: &View<'_>, dtype: crate::dtype::DType, out: Dst<'_>) -> Result<()> {
     let n = if x.scalar { 1 } else { x.len };
-    let part = with_src!(x.data, |v| CpuElem::wrap(v[x.off..x.off + n].to_vec()));
+    let part = with_src!(x.data, |v| x.part(v, n).map(|s| CpuElem::wrap(s.to_vec())))?;
     let c = part.astype(dtype);
     with_dst!(out, |o| {
         let src = typed_like(&c, o)?;

@@ -258,8 +258,8 @@ where
 /// [`EXT_LANES`] running values, then the lanes and the tail. Comparisons need no conversion
 /// to f64, so the loop vectorises as a compare and a select per element.
 fn extremum<T: CpuElem>(c: &[T], better: impl Fn(T, T) -> bool + Copy) -> T {
-    // `x` replaces the running `a` if it is NaN or better; an `a` that is NaN stays (no
-    // `x` beats it). The NaN test is on the new value, off the loop-carried chain.
+    // `x` replaces the running `a` if it is NaN or better, so a NaN `a` is replaced only
+    // by another NaN. The NaN test is on the new value, off the loop-carried chain.
     #[allow(clippy::eq_op)]
     let pick = move |a: T, x: T| if (x != x) | better(x, a) { x } else { a };
     vectorize(
@@ -282,7 +282,7 @@ fn extremum<T: CpuElem>(c: &[T], better: impl Fn(T, T) -> bool + Copy) -> T {
                     *a = pick(*a, b);
                 }
             }
-            tail.iter().fold(pick(acc[0], c[0]), |a, &x| pick(a, x))
+            tail.iter().fold(acc[0], |a, &x| pick(a, x))
         },
     )
 }

@@ -115,6 +115,8 @@ pub(super) trait SrcElem: CpuElem {
     fn unwrap_src(s: Src<'_>) -> Option<&[Self]>;
 }
 
+/// Implements [`SrcElem`] and the slice conversions of [`Src`] and [`Dst`] for each
+/// element type and its variant.
 macro_rules! src_elem {
     ($($t:ty => $var:ident),* $(,)?) => {$(
         impl SrcElem for $t {

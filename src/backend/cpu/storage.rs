@@ -115,7 +115,8 @@ impl CpuData {
     }
 
     /// `len` elements of `dtype` for a kernel that writes every one: a pooled vector's
-    /// old values or zeros, never a pass of its own ([`super::pool::output`]).
+    /// old values, zero pages, or (below the pool's size) a filled small allocation
+    /// ([`super::pool::output`]).
     pub fn output(dtype: DType, len: usize) -> CpuData {
         fn f<T: CpuElem>(len: usize) -> CpuData {
             T::wrap(super::pool::output(len))
