@@ -21,16 +21,7 @@ pub(super) enum Dst<'a> {
 /// Runs `$body` with `$o` bound to the typed slice of a [`Dst`].
 macro_rules! with_dst {
     ($dst:expr, |$o:ident| $body:expr) => {
-        match $dst {
-            Dst::Bool($o) => $body,
-            Dst::U32($o) => $body,
-            Dst::I32($o) => $body,
-            Dst::I64($o) => $body,
-            Dst::F16($o) => $body,
-            Dst::BF16($o) => $body,
-            Dst::F32($o) => $body,
-            Dst::F64($o) => $body,
-        }
+        $crate::backend::cpu::storage::match_elems!(Dst, $dst, |$o| $body)
     };
 }
 pub(super) use with_dst;
@@ -73,16 +64,7 @@ pub(super) enum Src<'a> {
 /// Runs `$body` with `$v` bound to the typed slice of a [`Src`].
 macro_rules! with_src {
     ($src:expr, |$v:ident| $body:expr) => {
-        match $src {
-            Src::Bool($v) => $body,
-            Src::U32($v) => $body,
-            Src::I32($v) => $body,
-            Src::I64($v) => $body,
-            Src::F16($v) => $body,
-            Src::BF16($v) => $body,
-            Src::F32($v) => $body,
-            Src::F64($v) => $body,
-        }
+        $crate::backend::cpu::storage::match_elems!(Src, $src, |$v| $body)
     };
 }
 pub(super) use with_src;

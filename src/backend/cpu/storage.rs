@@ -36,19 +36,29 @@ macro_rules! map_data {
 }
 pub(crate) use map_data;
 
+/// Runs `$body` with `$v` bound to the payload of whichever variant `$x` holds: `$enum`
+/// is one of the CPU's enums with a variant per element type, named as [`DType`]'s
+/// ([`CpuData`], and the fused interpreter's slices). Not rewrapped.
+macro_rules! match_elems {
+    ($enum:ident, $x:expr, |$v:ident| $body:expr) => {
+        match $x {
+            $enum::Bool($v) => $body,
+            $enum::U32($v) => $body,
+            $enum::I32($v) => $body,
+            $enum::I64($v) => $body,
+            $enum::F16($v) => $body,
+            $enum::BF16($v) => $body,
+            $enum::F32($v) => $body,
+            $enum::F64($v) => $body,
+        }
+    };
+}
+pub(crate) use match_elems;
+
 /// Like [`map_data`] but the body returns anything (not rewrapped).
 macro_rules! with_data {
     ($data:expr, |$v:ident| $body:expr) => {
-        match $data {
-            CpuData::Bool($v) => $body,
-            CpuData::U32($v) => $body,
-            CpuData::I32($v) => $body,
-            CpuData::I64($v) => $body,
-            CpuData::F16($v) => $body,
-            CpuData::BF16($v) => $body,
-            CpuData::F32($v) => $body,
-            CpuData::F64($v) => $body,
-        }
+        $crate::backend::cpu::storage::match_elems!(CpuData, $data, |$v| $body)
     };
 }
 #[allow(unused_imports)]
