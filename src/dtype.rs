@@ -119,27 +119,62 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
 }
 
+/// Runs `$body` with `$t` naming the Rust element type of `$dtype` (a [`DType`] value):
+/// one arm per dtype, so generic code is instantiated for each without writing the arms.
+/// `$t` is a concrete type in each arm, where an inherent method wins over a trait's of
+/// the same name (`half::f16::from_f64` rounds differently from [`Element::from_f64`]):
+/// call trait methods as `<$t as Trait>::method`.
+macro_rules! with_elem_type {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::Bool => {
+                type $t = bool;
+                $body
+            }
+            $crate::dtype::DType::U32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $t = ::half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $t = ::half::bf16;
+                $body
+            }
+            $crate::dtype::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_elem_type;
+
 /// Host bytes (the layout of [`crate::Array::from_bytes`]) of `values` converted to `dtype`
 /// with [`Element::from_f64`] (`as` semantics). For backends that compute parameters on the
 /// host (fill patterns, aranges).
 pub fn f64s_to_bytes(dtype: DType, values: impl Iterator<Item = f64>) -> Vec<u8> {
-    fn f<T: Element>(values: impl Iterator<Item = f64>) -> Vec<u8> {
+    with_elem_type!(dtype, T => {
         let mut out = Vec::new();
         for v in values {
-            T::from_f64(v).write_bytes(&mut out);
+            <T as Element>::write_bytes(<T as Element>::from_f64(v), &mut out);
         }
         out
-    }
-    match dtype {
-        DType::Bool => f::<bool>(values),
-        DType::U32 => f::<u32>(values),
-        DType::I32 => f::<i32>(values),
-        DType::I64 => f::<i64>(values),
-        DType::F16 => f::<f16>(values),
-        DType::BF16 => f::<bf16>(values),
-        DType::F32 => f::<f32>(values),
-        DType::F64 => f::<f64>(values),
-    }
+    })
 }
 
 /// A Rust type that can be the element of an array. Implemented for

@@ -2,7 +2,7 @@
 
 use half::{bf16, f16};
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Element, with_elem_type};
 
 /// Host data of one buffer, typed. Bool is stored as Rust `bool` (one byte, 0 or 1).
 #[derive(Debug, Clone)]
@@ -128,70 +128,22 @@ impl CpuData {
     /// old values, zero pages, or (below the pool's size) a filled small allocation
     /// ([`super::pool::output`]).
     pub fn output(dtype: DType, len: usize) -> CpuData {
-        fn f<T: CpuElem>(len: usize) -> CpuData {
-            T::wrap(super::pool::output(len))
-        }
-        match dtype {
-            DType::Bool => f::<bool>(len),
-            DType::U32 => f::<u32>(len),
-            DType::I32 => f::<i32>(len),
-            DType::I64 => f::<i64>(len),
-            DType::F16 => f::<f16>(len),
-            DType::BF16 => f::<bf16>(len),
-            DType::F32 => f::<f32>(len),
-            DType::F64 => f::<f64>(len),
-        }
+        with_elem_type!(dtype, T => <T as CpuElem>::wrap(super::pool::output::<T>(len)))
     }
 
     /// `len` copies of `value` cast to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: f64) -> CpuData {
-        fn f<T: CpuElem>(len: usize, value: f64) -> CpuData {
-            T::wrap(super::pool::filled(len, T::from_f64(value)))
-        }
-        match dtype {
-            DType::Bool => f::<bool>(len, value),
-            DType::U32 => f::<u32>(len, value),
-            DType::I32 => f::<i32>(len, value),
-            DType::I64 => f::<i64>(len, value),
-            DType::F16 => f::<f16>(len, value),
-            DType::BF16 => f::<bf16>(len, value),
-            DType::F32 => f::<f32>(len, value),
-            DType::F64 => f::<f64>(len, value),
-        }
+        with_elem_type!(dtype, T => <T as CpuElem>::wrap(super::pool::filled(len, <T as Element>::from_f64(value))))
     }
 
     /// Builds typed data from `f64` values.
     pub fn from_f64s(dtype: DType, it: impl Iterator<Item = f64>) -> CpuData {
-        fn f<T: CpuElem>(it: impl Iterator<Item = f64>) -> CpuData {
-            T::wrap(it.map(T::from_f64).collect())
-        }
-        match dtype {
-            DType::Bool => f::<bool>(it),
-            DType::U32 => f::<u32>(it),
-            DType::I32 => f::<i32>(it),
-            DType::I64 => f::<i64>(it),
-            DType::F16 => f::<f16>(it),
-            DType::BF16 => f::<bf16>(it),
-            DType::F32 => f::<f32>(it),
-            DType::F64 => f::<f64>(it),
-        }
+        with_elem_type!(dtype, T => <T as CpuElem>::wrap(it.map(<T as Element>::from_f64).collect()))
     }
 
     /// Parses host bytes of `dtype`.
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuData {
-        fn f<T: CpuElem>(bytes: &[u8]) -> CpuData {
-            T::wrap(T::vec_from_bytes(bytes))
-        }
-        match dtype {
-            DType::Bool => f::<bool>(bytes),
-            DType::U32 => f::<u32>(bytes),
-            DType::I32 => f::<i32>(bytes),
-            DType::I64 => f::<i64>(bytes),
-            DType::F16 => f::<f16>(bytes),
-            DType::BF16 => f::<bf16>(bytes),
-            DType::F32 => f::<f32>(bytes),
-            DType::F64 => f::<f64>(bytes),
-        }
+        with_elem_type!(dtype, T => <T as CpuElem>::wrap(<T as Element>::vec_from_bytes(bytes)))
     }
 
     /// Host bytes of the data.
