@@ -110,7 +110,11 @@ impl Fuser for CpuFuser {
         // as the unfused kernels write theirs, so their stores overlap the math. (Computed
         // in scratch and copied out after, the copies were a third of
         // `tanh(exp(a*b+c)*0.5)`'s time with its four temporaries held, which ran slower
-        // fused than unfused: perf, session 24.)
+        // fused than unfused: perf, session 24.) No output takes a pass of its own: pooled
+        // vectors keep their old values, new large ones are zero pages (zeroing each output
+        // chunk before the steps ran was 7% of that chain's profile, and on the calling
+        // thread 15-19%: perf, sessions 15 and 24).
+        let mut out = CpuData::output(program.output.dtype, n);
         let mut extras: Vec<CpuData> =
             program.extra_outputs.iter().map(|&v| CpuData::output(program.steps[v].1, n)).collect();
         // Each extra output cut into the same tasks as the main one.
@@ -120,16 +124,7 @@ impl Fuser for CpuFuser {
                 t.push(d);
             }
         }
-        let out = match program.output.dtype {
-            DType::Bool => CpuData::Bool(drive(n, |s| Dst::Bool(s), &cx, tasks)?),
-            DType::U32 => CpuData::U32(drive(n, |s| Dst::U32(s), &cx, tasks)?),
-            DType::I32 => CpuData::I32(drive(n, |s| Dst::I32(s), &cx, tasks)?),
-            DType::I64 => CpuData::I64(drive(n, |s| Dst::I64(s), &cx, tasks)?),
-            DType::F16 => CpuData::F16(drive(n, |s| Dst::F16(s), &cx, tasks)?),
-            DType::BF16 => CpuData::BF16(drive(n, |s| Dst::BF16(s), &cx, tasks)?),
-            DType::F32 => CpuData::F32(drive(n, |s| Dst::F32(s), &cx, tasks)?),
-            DType::F64 => CpuData::F64(drive(n, |s| Dst::F64(s), &cx, tasks)?),
-        };
+        drive(n, &cx, chunks(&mut out, TASK), tasks)?;
         Ok(std::iter::once(out).chain(extras).map(wrap).collect())
     }
 }
@@ -209,40 +204,29 @@ where
     Ok(acc.into_iter().map(|a| a as f32).collect())
 }
 
-/// Runs the program into a new output of `n` elements, in tasks of [`TASK`] elements
-/// (on threads from [`PAR_MIN`] elements) in chunks of [`CHUNK`], each task with its own
-/// scratch; `extras` holds each task's slices of the extra outputs.
-fn drive<T: CpuElem + Send + Copy + Default>(
-    n: usize,
-    wrap: for<'a> fn(&'a mut [T]) -> Dst<'a>,
-    cx: &Ctx<'_>,
-    extras: Vec<Vec<Dst<'_>>>,
-) -> Result<Vec<T>> {
+/// Runs the program over `n` elements in tasks of [`TASK`] (on threads from [`PAR_MIN`]
+/// elements) and chunks of [`CHUNK`], each task with its own scratch: `outs` holds each
+/// task's slice of the output, `extras` its slices of the extra outputs.
+fn drive(n: usize, cx: &Ctx<'_>, outs: Vec<Dst<'_>>, extras: Vec<Vec<Dst<'_>>>) -> Result<()> {
     // `zip` below stops at the shorter side: a task without its extras would leave them unwritten.
-    if extras.len() != n.div_ceil(TASK) {
-        return Err(Error::Internal(format!("fused: {} extra-output tasks for {} elements", extras.len(), n)));
+    if outs.len() != n.div_ceil(TASK) || extras.len() != outs.len() {
+        return Err(Error::Internal(format!("fused: {} and {} tasks for {n} elements", outs.len(), extras.len())));
     }
-    // Initialised without a pass of its own: a pooled vector keeps its old values, a new
-    // large one is zero pages (small ones are filled; zeroing every output chunk by chunk
-    // before the steps ran was 7% of
-    // `tanh(exp(a*b+c)*0.5)`'s profile, and on the calling thread 15-19%: perf, sessions
-    // 15 and 24).
-    let mut out: Vec<T> = super::pool::output(n);
-    let run = |(t, (o, mut ex)): (usize, (&mut [T], Vec<Dst<'_>>))| -> Result<()> {
+    let run = |(t, (mut o, mut ex)): (usize, (Dst<'_>, Vec<Dst<'_>>))| -> Result<()> {
         let mut scratch = cx.scratch(CHUNK);
-        for (c, oc) in o.chunks_mut(CHUNK).enumerate() {
-            let len = oc.len();
-            let mut parts: Vec<Dst<'_>> = ex.iter_mut().map(|d| d.sub(c * CHUNK, len)).collect();
-            cx.chunk(t * TASK + c * CHUNK, len, &mut scratch, wrap(oc), &mut parts)?;
+        let task_len = o.len();
+        for at in (0..task_len).step_by(CHUNK) {
+            let len = CHUNK.min(task_len - at);
+            let mut parts: Vec<Dst<'_>> = ex.iter_mut().map(|d| d.sub(at, len)).collect();
+            cx.chunk(t * TASK + at, len, &mut scratch, o.sub(at, len), &mut parts)?;
         }
         Ok(())
     };
     if n >= PAR_MIN {
-        out.par_chunks_mut(TASK).zip(extras).enumerate().try_for_each(run)?;
+        outs.into_par_iter().zip(extras).enumerate().try_for_each(run)
     } else {
-        out.chunks_mut(TASK).zip(extras).enumerate().try_for_each(run)?;
+        outs.into_iter().zip(extras).enumerate().try_for_each(run)
     }
-    Ok(out)
 }
 
 /// Where a step's value lives during a chunk.

@@ -33,6 +33,12 @@ impl Dst<'_> {
         with_dst!(self, |o| Dst::from(&mut o[from..from + len]))
     }
 
+    /// The number of elements.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        with_dst!(self, |o| o.len())
+    }
+
     /// The same elements, for as long as this borrow (to write them and keep the slice).
     #[inline]
     pub(super) fn reborrow(&mut self) -> Dst<'_> {
